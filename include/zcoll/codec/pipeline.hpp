@@ -1,0 +1,531 @@
+#pragma once
+/// Pipeline<Quantizer, Predictor, Encoder>: the error-bounded codec, chunked for threads and pipelining.
+///
+/// A stream is the header and chunk size index of core/stream_header.hpp, then the chunks. A chunk holds
+/// `chunk_values` values (the last one fewer) and is one of:
+///
+/// | byte 0 (kind)            | then                                                                  |
+/// |--------------------------|-----------------------------------------------------------------------|
+/// | 0 = coded                | one encoded block per 32 values (the encoder's block format)          |
+/// | 1 = verbatim             | the values themselves, little-endian                                  |
+/// | 2 = coded, exceptions    | the encoded blocks, then the exception section below                  |
+///
+/// Exception section: u16 entry count (>= 1), then entries in increasing, non-overlapping block order:
+///
+/// | bytes | field                                                                                     |
+/// |-------|-------------------------------------------------------------------------------------------|
+/// | 2     | first block (u16, within the chunk)                                                       |
+/// | 2     | block count (u16, >= 1)                                                                   |
+/// | 1     | type: 0 = fill run — every value of these blocks is the declared fill value;              |
+/// |       |       1 = masked block (count 1), followed by:                                            |
+/// | 4     |   fill mask (u32): lanes holding the declared fill value                                  |
+/// | 4     |   outlier mask (u32, disjoint from the fill mask): lanes stored exactly, which follow as  |
+/// | k × sizeof(T) | the k = popcount(outlier mask) values, in lane order                              |
+///
+/// An exception's code repeats the code before it, so a smooth predictor sees no jump and a run of fill
+/// values costs one byte per 32 values in the encoded blocks. A chunk whose coded form would not be
+/// smaller than its values is stored verbatim, so a stream never exceeds max_compressed_size.
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <ranges>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "zcoll/codec/codec_config.hpp"
+#include "zcoll/codec/codec_id.hpp"
+#include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/config.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/core/exec.hpp"
+#include "zcoll/core/lanes.hpp"
+#include "zcoll/core/stream_header.hpp"
+#include "zcoll/core/value_range.hpp"
+#include "zcoll/core/value_type.hpp"
+#include "zcoll/encode/concepts.hpp"
+#include "zcoll/predict/concepts.hpp"
+#include "zcoll/quantize/concepts.hpp"
+
+namespace zcoll {
+
+namespace detail {
+
+enum class chunk_kind : std::uint8_t { coded = 0, verbatim = 1, coded_with_exceptions = 2 };
+enum class exception_type : std::uint8_t { fill_run = 0, masked_block = 1 };
+
+inline constexpr std::size_t max_blocks_per_chunk = max_chunk_values / block_values;
+inline constexpr std::size_t exception_entry_header_bytes = 5;
+inline constexpr std::size_t masked_block_mask_bytes = 8;
+
+/// Lanes [0, lanes) of a block.
+constexpr block_mask first_lanes(std::size_t lanes) {
+  return lanes >= block_values ? ~block_mask{0} : (block_mask{1} << lanes) - 1;
+}
+
+/// Exceptions of one block, as the encoder collects them.
+struct block_exceptions {
+  std::uint16_t block;
+  block_mask fill;
+  block_mask outliers;
+};
+
+}  // namespace detail
+
+/// The codec: Q quantizes values to integer codes, P turns codes into residuals, E packs residuals.
+///
+///     zcoll::FZLight codec{{.error_bound = zcoll::relative(1e-4)}};
+///     std::vector<std::byte> stream(codec.max_compressed_size<float>(data.size()));
+///     auto written = codec.compress(zcoll::exec::Host{.threads = 2}, data, stream);
+///     codec.decompress(zcoll::exec::Host{}, written, restored);
+template <class Q, class P, class E>
+class Pipeline {
+  static_assert(quantize::quantizer<Q>,
+                "Pipeline: Q must model zcoll::quantize::quantizer (id, name, uses_error_bound and a "
+                "block_quantizer<T> with usable, guaranteed_bound, quantize and dequantize)");
+  static_assert(predict::predictor<P>,
+                "Pipeline: P must model zcoll::predict::predictor (id, name, state, forward and inverse)");
+  static_assert(encode::encoder<E>,
+                "Pipeline: E must model zcoll::encode::encoder (id, name, max_block_bytes, encode_block and "
+                "decode_block)");
+
+ public:
+  using quantizer_type = Q;
+  using predictor_type = P;
+  using encoder_type = E;
+
+  static constexpr std::uint8_t id = pipeline_codec_id(Q::id, P::id, E::id);
+
+  /// "linear+lorenzo1d+bitshuffle".
+  static std::string name() { return std::string(Q::name) + "+" + P::name + "+" + E::name; }
+
+  explicit Pipeline(codec_config config = {}) : config_(std::move(config)) { validate(config_); }
+
+  const codec_config& config() const { return config_; }
+
+  /// Bytes that compress may write for `count` values: header, index, and each chunk verbatim.
+  template <floating_value T>
+  static std::size_t max_compressed_size(std::size_t count, std::uint32_t chunk_values) {
+    const std::uint64_t chunks = chunk_count_for(count, chunk_values);
+    return stream_prefix_size_bytes(static_cast<std::uint32_t>(chunks)) + chunks + count * sizeof(T);
+  }
+  template <floating_value T>
+  std::size_t max_compressed_size(std::size_t count) const {
+    return max_compressed_size<T>(count, config_.chunk_values);
+  }
+
+  /// Compresses `in` into `out` (at least max_compressed_size<T>(in.size()) bytes); returns the bytes
+  /// written, a prefix of `out`. The bytes do not depend on exec.threads.
+  template <std::ranges::contiguous_range R>
+    requires floating_value<std::ranges::range_value_t<R>>
+  std::span<std::byte> compress(const exec::Host& exec, const R& in, std::span<std::byte> out) const {
+    using T = std::ranges::range_value_t<R>;
+    return compress_values(exec, std::span<const T>(std::ranges::data(in), std::ranges::size(in)), out);
+  }
+
+  /// Decompresses a whole stream into `out`, which must hold exactly the stream's value count.
+  /// A malformed stream, or one of another codec or value type, raises format_error.
+  template <std::ranges::contiguous_range R>
+    requires floating_value<std::ranges::range_value_t<R>>
+  void decompress(const exec::Host& exec, std::span<const std::byte> in, R&& out) const {
+    using T = std::ranges::range_value_t<R>;
+    decompress_values(exec, in, std::span<T>(std::ranges::data(out), std::ranges::size(out)));
+  }
+
+  /// Convenience: a new vector holding the stream, one thread.
+  template <std::ranges::contiguous_range R>
+    requires floating_value<std::ranges::range_value_t<R>>
+  std::vector<std::byte> compress(const R& in) const {
+    using T = std::ranges::range_value_t<R>;
+    std::vector<std::byte> stream(max_compressed_size<T>(std::ranges::size(in)));
+    stream.resize(compress(exec::Host{}, in, std::span<std::byte>(stream)).size());
+    return stream;
+  }
+
+  /// Convenience: a new vector of the stream's values, one thread.
+  template <floating_value T>
+  std::vector<T> decompress(std::span<const std::byte> in) const {
+    const stream_header header = read_stream_header(in);
+    check_header<T>(header);
+    std::vector<T> values(checked_count(header));
+    decompress_values(exec::Host{}, in, std::span<T>(values));
+    return values;
+  }
+
+ private:
+  static void validate(const codec_config& config) {
+    const auto c = config.chunk_values;
+    if (c < min_chunk_values || c > max_chunk_values || c % block_values != 0) {
+      throw argument_error("codec_config: chunk_values " + std::to_string(c) +
+                           " must be a multiple of 32 in [32, 65536]");
+    }
+  }
+
+  /// The fill value as T's bit pattern, or nothing; a fill value T cannot hold exactly is an error.
+  template <floating_value T>
+  std::optional<bits_of<T>> fill_bits() const {
+    if (!config_.fill_value) return std::nullopt;
+    const double fill = *config_.fill_value;
+    const T narrowed = static_cast<T>(fill);
+    if (static_cast<double>(narrowed) != fill && !std::isnan(fill)) {
+      throw argument_error("codec_config: fill_value " + std::to_string(fill) + " is not exactly representable as " +
+                           to_string(value_type_of<T>));
+    }
+    return std::bit_cast<bits_of<T>>(narrowed);
+  }
+
+  template <floating_value T>
+  static void check_header(const stream_header& header) {
+    if (header.codec_id != id) {
+      throw format_error("stream was written by codec id " + std::to_string(header.codec_id) + ", this is " + name() +
+                         " (id " + std::to_string(id) + ")");
+    }
+    if (header.type != value_type_of<T>) {
+      throw format_error(std::string("stream holds ") + to_string(header.type) + " values, not " +
+                         to_string(value_type_of<T>));
+    }
+  }
+
+  static std::size_t checked_count(const stream_header& header) {
+    if (header.count > std::numeric_limits<std::size_t>::max() / 8) {
+      throw format_error("value count " + std::to_string(header.count) + " is too large");
+    }
+    return static_cast<std::size_t>(header.count);
+  }
+
+  template <floating_value T>
+  std::span<std::byte> compress_values(const exec::Host& exec, std::span<const T> in, std::span<std::byte> out) const {
+    const std::size_t count = in.size();
+    const std::uint32_t chunk_values = config_.chunk_values;
+    const std::uint64_t chunks64 = chunk_count_for(count, chunk_values);
+    if (chunks64 > std::numeric_limits<std::uint32_t>::max()) {
+      throw argument_error("compress: input of " + std::to_string(count) + " values needs more than 2^32 chunks of " +
+                           std::to_string(chunk_values) + "; raise chunk_values");
+    }
+    const auto chunks = static_cast<std::uint32_t>(chunks64);
+    const std::size_t needed = max_compressed_size<T>(count);
+    if (out.size() < needed) {
+      throw argument_error("compress: out has " + std::to_string(out.size()) + " bytes, max_compressed_size(" +
+                           std::to_string(count) + ") = " + std::to_string(needed) + " are needed");
+    }
+    const auto fill = fill_bits<T>();
+
+    double eb = 0.0;
+    if constexpr (Q::uses_error_bound) {
+      const bool relative = config_.error_bound.mode == bound_mode::relative;
+      eb = absolute_bound(config_.error_bound, relative ? find_value_extent(exec, in, fill).range() : 0.0);
+    }
+    const typename Q::template block_quantizer<T> quantizer(eb);
+
+    stream_header header;
+    header.codec_id = id;
+    header.type = value_type_of<T>;
+    header.has_fill_value = fill.has_value();
+    header.count = count;
+    header.error_bound = quantizer.usable() ? quantizer.guaranteed_bound() : 0.0;
+    header.fill_bits = fill.value_or(0);
+    header.chunk_values = chunk_values;
+    header.chunk_count = chunks;
+    byte_writer prefix(out);
+    write_stream_header(prefix, header);
+
+    // Each worker compresses a contiguous range of chunks into its own region, sized for the worst case
+    // (every chunk verbatim); the regions are then moved together. One worker writes in place.
+    const std::size_t prefix_bytes = stream_prefix_size_bytes(chunks);
+    const std::size_t chunk_capacity = 1 + std::size_t{chunk_values} * sizeof(T);
+    std::byte* const index = out.data() + stream_header_size_bytes;
+    exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
+      std::byte* cursor = out.data() + prefix_bytes + begin * chunk_capacity;
+      for (std::size_t c = begin; c < end; ++c) {
+        const std::size_t first = c * chunk_values;
+        const auto values = in.subspan(first, std::min<std::size_t>(chunk_values, count - first));
+        const auto size = static_cast<std::uint32_t>(compress_chunk(quantizer, fill, values, cursor));
+        std::memcpy(index + 4 * c, &size, 4);
+        cursor += size;
+      }
+    });
+    std::size_t end = prefix_bytes;
+    const std::size_t workers = exec::worker_count(exec, chunks);
+    for (std::size_t w = 0; w < workers; ++w) {
+      const std::size_t begin = chunks * w / workers, stop = chunks * (w + 1) / workers;
+      std::size_t bytes = 0;
+      for (std::size_t c = begin; c < stop; ++c) {
+        std::uint32_t size;
+        std::memcpy(&size, index + 4 * c, 4);
+        bytes += size;
+      }
+      const std::byte* region = out.data() + prefix_bytes + begin * chunk_capacity;
+      if (region != out.data() + end) std::memmove(out.data() + end, region, bytes);
+      end += bytes;
+    }
+    return out.first(end);
+  }
+
+  /// Writes one chunk at `out` (room for 1 + values.size() * sizeof(T) bytes); returns its size.
+  template <floating_value T, class BlockQuantizer>
+  static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
+                                    std::span<const T> values, std::byte* out) {
+    const std::size_t verbatim_bytes = 1 + values.size_bytes();
+    if (!quantizer.usable()) return write_verbatim(values, out);
+
+    std::byte* const limit = out + verbatim_bytes;
+    std::byte* cursor = out + 1;
+    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    detail::block_exceptions exceptions[detail::max_blocks_per_chunk];
+    std::size_t exception_count = 0;
+    typename P::state state{};
+    alignas(64) T padded[block_values];
+    alignas(64) std::int32_t codes[block_values];
+    alignas(64) std::int32_t residuals[block_values];
+    std::int32_t previous_code = 0;
+
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t first = b * block_values;
+      const std::size_t lanes = std::min(block_values, values.size() - first);
+      const T* x = values.data() + first;
+      if (lanes < block_values) {
+        std::fill(std::copy_n(x, lanes, padded), padded + block_values, T(0));
+        x = padded;
+      }
+      const block_mask valid = detail::first_lanes(lanes);
+      const block_mask unbounded = quantizer.quantize(x, codes) & valid;
+      const block_mask fill_lanes = fill ? lanes_equal_to(x, *fill) & valid : 0;
+      if ((unbounded | fill_lanes) != 0) {
+        repeat_previous_code(codes, unbounded | fill_lanes, previous_code);
+        exceptions[exception_count++] = {static_cast<std::uint16_t>(b), fill_lanes, unbounded & ~fill_lanes};
+      }
+      previous_code = codes[block_values - 1];
+      P::forward(state, codes, residuals);
+      for (std::size_t j = lanes; j < block_values; ++j) residuals[j] = 0;
+      if (static_cast<std::size_t>(limit - cursor) < E::max_block_bytes) return write_verbatim(values, out);
+      cursor += E::encode_block(residuals, cursor);
+    }
+
+    if (exception_count == 0) {
+      out[0] = static_cast<std::byte>(detail::chunk_kind::coded);
+      return static_cast<std::size_t>(cursor - out);
+    }
+    const std::size_t exception_bytes =
+        exception_section_bytes<T>(std::span(exceptions, exception_count), values.size());
+    if (exception_bytes > static_cast<std::size_t>(limit - cursor)) return write_verbatim(values, out);
+    out[0] = static_cast<std::byte>(detail::chunk_kind::coded_with_exceptions);
+    byte_writer section(std::span<std::byte>(cursor, exception_bytes));
+    write_exception_section(section, std::span(exceptions, exception_count), values);
+    return static_cast<std::size_t>(cursor - out) + exception_bytes;
+  }
+
+  template <floating_value T>
+  static std::size_t write_verbatim(std::span<const T> values, std::byte* out) {
+    out[0] = static_cast<std::byte>(detail::chunk_kind::verbatim);
+    if (!values.empty()) std::memcpy(out + 1, values.data(), values.size_bytes());
+    return 1 + values.size_bytes();
+  }
+
+  /// Lanes whose bit pattern equals the fill value's (bitwise, so a NaN fill value works too).
+  template <floating_value T>
+  ZCOLL_ALWAYS_INLINE static block_mask lanes_equal_to(const T* x, bits_of<T> fill) {
+    alignas(64) std::uint32_t equal[block_values];
+    for (std::size_t j = 0; j < block_values; ++j) equal[j] = std::bit_cast<bits_of<T>>(x[j]) == fill ? 1u : 0u;
+    return lanes_nonzero(equal);
+  }
+
+  /// An exception's code repeats the code before it (lane order, so runs chain), costing no residual.
+  static void repeat_previous_code(std::int32_t* codes, block_mask lanes, std::int32_t previous_code) {
+    for (block_mask rest = lanes; rest != 0; rest &= rest - 1) {
+      const auto j = static_cast<std::size_t>(std::countr_zero(rest));
+      codes[j] = j == 0 ? previous_code : codes[j - 1];
+    }
+  }
+
+  /// A block whose every valid lane is fill, and nothing else: it joins a fill run.
+  static bool all_fill(const detail::block_exceptions& e, std::size_t chunk_size) {
+    const std::size_t lanes = std::min(block_values, chunk_size - std::size_t{e.block} * block_values);
+    return e.outliers == 0 && e.fill == detail::first_lanes(lanes);
+  }
+
+  /// Calls run(first, count) for each fill run and block(e) for each masked block, in block order.
+  template <class Run, class Block>
+  static void for_each_exception_entry(std::span<const detail::block_exceptions> exceptions, std::size_t chunk_size,
+                                       Run&& run, Block&& block) {
+    for (std::size_t i = 0; i < exceptions.size();) {
+      if (all_fill(exceptions[i], chunk_size)) {
+        std::size_t j = i + 1;
+        while (j < exceptions.size() && exceptions[j].block == exceptions[j - 1].block + 1 &&
+               all_fill(exceptions[j], chunk_size)) {
+          ++j;
+        }
+        run(exceptions[i].block, j - i);
+        i = j;
+      } else {
+        block(exceptions[i]);
+        ++i;
+      }
+    }
+  }
+
+  template <floating_value T>
+  static std::size_t exception_section_bytes(std::span<const detail::block_exceptions> exceptions,
+                                             std::size_t chunk_size) {
+    std::size_t bytes = 2;
+    for_each_exception_entry(
+        exceptions, chunk_size, [&](std::size_t, std::size_t) { bytes += detail::exception_entry_header_bytes; },
+        [&](const detail::block_exceptions& e) {
+          bytes += detail::exception_entry_header_bytes + detail::masked_block_mask_bytes +
+                   sizeof(T) * static_cast<std::size_t>(std::popcount(e.outliers));
+        });
+    return bytes;
+  }
+
+  template <floating_value T>
+  static void write_exception_section(byte_writer& out, std::span<const detail::block_exceptions> exceptions,
+                                      std::span<const T> values) {
+    std::size_t entries = 0;
+    for_each_exception_entry(
+        exceptions, values.size(), [&](std::size_t, std::size_t) { ++entries; },
+        [&](const detail::block_exceptions&) { ++entries; });
+    out.write(static_cast<std::uint16_t>(entries));
+    for_each_exception_entry(
+        exceptions, values.size(),
+        [&](std::size_t first, std::size_t count) {
+          out.write(static_cast<std::uint16_t>(first));
+          out.write(static_cast<std::uint16_t>(count));
+          out.write(static_cast<std::uint8_t>(detail::exception_type::fill_run));
+        },
+        [&](const detail::block_exceptions& e) {
+          out.write(e.block);
+          out.write(std::uint16_t{1});
+          out.write(static_cast<std::uint8_t>(detail::exception_type::masked_block));
+          out.write(e.fill);
+          out.write(e.outliers);
+          for (block_mask rest = e.outliers; rest != 0; rest &= rest - 1) {
+            out.write(values[std::size_t{e.block} * block_values + static_cast<std::size_t>(std::countr_zero(rest))]);
+          }
+        });
+  }
+
+  template <floating_value T>
+  void decompress_values(const exec::Host& exec, std::span<const std::byte> in, std::span<T> out) const {
+    const stream_layout layout = read_stream_layout(in);
+    const stream_header& header = layout.header;
+    check_header<T>(header);
+    if (header.count != out.size()) {
+      throw argument_error("decompress: out holds " + std::to_string(out.size()) + " values, the stream " +
+                           std::to_string(header.count));
+    }
+    const typename Q::template block_quantizer<T> quantizer(header.error_bound);
+    const std::optional<T> fill =
+        header.has_fill_value ? std::optional<T>(std::bit_cast<T>(static_cast<bits_of<T>>(header.fill_bits)))
+                              : std::nullopt;
+    exec::for_each_range(exec, header.chunk_count, [&](std::size_t, std::size_t begin, std::size_t end) {
+      std::size_t offset = layout.chunk_offset(static_cast<std::uint32_t>(begin));
+      for (std::size_t c = begin; c < end; ++c) {
+        const std::size_t size = layout.chunk_size_bytes(static_cast<std::uint32_t>(c));
+        const std::size_t first = c * header.chunk_values;
+        const auto values = out.subspan(first, std::min<std::size_t>(header.chunk_values, out.size() - first));
+        decompress_chunk(quantizer, fill, in.subspan(offset, size), values, c);
+        offset += size;
+      }
+    });
+  }
+
+  template <floating_value T, class BlockQuantizer>
+  static void decompress_chunk(const BlockQuantizer& quantizer, const std::optional<T>& fill,
+                               std::span<const std::byte> chunk, std::span<T> values, std::size_t chunk_number) {
+    const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
+    byte_reader in(chunk);
+    const auto kind = static_cast<detail::chunk_kind>(in.read<std::uint8_t>("chunk kind"));
+    if (kind == detail::chunk_kind::verbatim) {
+      if (chunk.size() != 1 + values.size_bytes()) {
+        throw format_error(where() + "verbatim chunk of " + std::to_string(chunk.size()) + " bytes holds " +
+                           std::to_string(values.size()) + " values");
+      }
+      std::memcpy(values.data(), chunk.data() + 1, values.size_bytes());
+      return;
+    }
+    if (kind != detail::chunk_kind::coded && kind != detail::chunk_kind::coded_with_exceptions) {
+      throw format_error(where() + "unknown chunk kind " + std::to_string(static_cast<unsigned>(kind)));
+    }
+    if (!quantizer.usable()) {
+      throw format_error(where() + "coded chunk in a stream whose error bound admits no quantizer step");
+    }
+    typename P::state state{};
+    alignas(64) std::uint32_t codes[block_values];
+    alignas(64) T tail[block_values];
+    std::size_t offset = 1;
+    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      offset += E::decode_block(chunk.subspan(offset), codes);
+      P::inverse(state, codes);
+      const std::size_t first = b * block_values;
+      const std::size_t lanes = std::min(block_values, values.size() - first);
+      if (lanes == block_values) {
+        quantizer.dequantize(codes, values.data() + first, block_values);
+      } else {
+        quantizer.dequantize(codes, tail, lanes);
+        std::copy_n(tail, lanes, values.data() + first);
+      }
+    }
+    if (kind == detail::chunk_kind::coded_with_exceptions) {
+      offset += read_exception_section(chunk.subspan(offset), fill, values, where);
+    }
+    if (offset != chunk.size()) {
+      throw format_error(where() + std::to_string(chunk.size() - offset) + " bytes left after the last block");
+    }
+  }
+
+  /// Applies the exception section at the front of `section`; returns its size.
+  template <floating_value T, class Where>
+  static std::size_t read_exception_section(std::span<const std::byte> section, const std::optional<T>& fill,
+                                            std::span<T> values, const Where& where) {
+    byte_reader in(section);
+    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    const auto entries = in.read<std::uint16_t>("exception entry count");
+    if (entries == 0) throw format_error(where() + "exception section with no entries");
+    std::size_t next_free_block = 0;
+    for (std::size_t e = 0; e < entries; ++e) {
+      const std::size_t first = in.read<std::uint16_t>("exception first block");
+      const std::size_t count = in.read<std::uint16_t>("exception block count");
+      const auto type = static_cast<detail::exception_type>(in.read<std::uint8_t>("exception type"));
+      if (count == 0 || first < next_free_block || first + count > blocks) {
+        throw format_error(where() + "exception entry for blocks [" + std::to_string(first) + ", " +
+                           std::to_string(first + count) + ") is out of order or outside the chunk's " +
+                           std::to_string(blocks) + " blocks");
+      }
+      next_free_block = first + count;
+      const std::size_t begin = first * block_values;
+      const std::size_t end = std::min(values.size(), (first + count) * block_values);
+      if (type == detail::exception_type::fill_run) {
+        if (!fill) throw format_error(where() + "fill run in a stream without a fill value");
+        std::fill(values.data() + begin, values.data() + end, *fill);
+        continue;
+      }
+      if (type != detail::exception_type::masked_block || count != 1) {
+        throw format_error(where() + "exception entry of type " + std::to_string(static_cast<unsigned>(type)) +
+                           " and count " + std::to_string(count) + " is not a fill run or a single masked block");
+      }
+      const auto fill_lanes = in.read<block_mask>("exception fill mask");
+      const auto outliers = in.read<block_mask>("exception outlier mask");
+      const block_mask valid = detail::first_lanes(end - begin);
+      if ((fill_lanes & outliers) != 0 || ((fill_lanes | outliers) & ~valid) != 0 || (fill_lanes | outliers) == 0) {
+        throw format_error(where() + "exception masks of block " + std::to_string(first) +
+                           " overlap, are empty or name lanes past the chunk's end");
+      }
+      if (fill_lanes != 0 && !fill) throw format_error(where() + "fill mask in a stream without a fill value");
+      for (block_mask rest = fill_lanes; rest != 0; rest &= rest - 1) {
+        values[begin + static_cast<std::size_t>(std::countr_zero(rest))] = *fill;
+      }
+      for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
+        values[begin + static_cast<std::size_t>(std::countr_zero(rest))] = in.read<T>("exception outlier value");
+      }
+    }
+    return in.offset();
+  }
+
+  codec_config config_;
+};
+
+}  // namespace zcoll

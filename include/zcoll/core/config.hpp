@@ -1,0 +1,41 @@
+#pragma once
+/// Every macro and feature check of zcoll, in one place.
+
+#include <version>
+
+#if defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__)
+// The error-bound guarantee rests on IEEE-754 semantics: NaN and ±Inf must compare as IEEE says, or
+// non-finite values would be quantized instead of stored exactly. -ffp-contract=fast and -march=native
+// are fine (the codec is written so that contraction cannot change a reconstruction); -ffast-math is not.
+#error "zcoll needs IEEE floating point: compile without -ffast-math / -ffinite-math-only"
+#endif
+
+#if defined(_OPENMP)
+#define ZCOLL_HAS_OPENMP 1
+#else
+#define ZCOLL_HAS_OPENMP 0
+#endif
+
+// Vector paths for the per-block bit-plane math; the portable loop is used otherwise.
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+#define ZCOLL_HAS_AVX512 1
+#else
+#define ZCOLL_HAS_AVX512 0
+#endif
+#if defined(__AVX2__)
+#define ZCOLL_HAS_AVX2 1
+#else
+#define ZCOLL_HAS_AVX2 0
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ZCOLL_ALWAYS_INLINE inline __attribute__((always_inline))
+#define ZCOLL_RESTRICT __restrict__
+#else
+#define ZCOLL_ALWAYS_INLINE inline
+#define ZCOLL_RESTRICT
+#endif
+
+#define ZCOLL_VERSION_MAJOR 0
+#define ZCOLL_VERSION_MINOR 1
+#define ZCOLL_VERSION_PATCH 0

@@ -1,0 +1,88 @@
+#pragma once
+/// The 32-value block every stage works on, and the lane-mask primitives of its bit-plane math.
+///
+/// A block mask has bit j set for lane j. These three primitives are the whole vector vocabulary of the
+/// host codecs; each has an AVX-512 and an AVX2 form and a portable loop, chosen at compile time
+/// (core/config.hpp), and all forms give identical results.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "zcoll/core/config.hpp"
+
+#if ZCOLL_HAS_AVX512 || ZCOLL_HAS_AVX2
+#include <immintrin.h>
+#endif
+
+namespace zcoll {
+
+/// Values per block: the unit of sign bits, bit planes and exception masks (fZ-light / cuSZp layout).
+inline constexpr std::size_t block_values = 32;
+
+/// One bit per lane of a block.
+using block_mask = std::uint32_t;
+
+/// Lanes j with bit `bit` of v[j] set.
+ZCOLL_ALWAYS_INLINE block_mask lanes_with_bit(const std::uint32_t* v, unsigned bit) {
+#if ZCOLL_HAS_AVX512
+  const __m512i b = _mm512_set1_epi32(static_cast<int>(1u << bit));
+  const __mmask16 lo = _mm512_test_epi32_mask(_mm512_loadu_si512(v), b);
+  const __mmask16 hi = _mm512_test_epi32_mask(_mm512_loadu_si512(v + 16), b);
+  return static_cast<block_mask>(_mm512_kunpackw(hi, lo));
+#elif ZCOLL_HAS_AVX2
+  const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(31 - bit));
+  block_mask m = 0;
+  for (int k = 0; k < 4; ++k) {
+    const __m256i x = _mm256_sll_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 8 * k)), shift);
+    m |= static_cast<block_mask>(_mm256_movemask_ps(_mm256_castsi256_ps(x))) << (8 * k);
+  }
+  return m;
+#else
+  block_mask m = 0;
+  for (unsigned j = 0; j < block_values; ++j) m |= ((v[j] >> bit) & 1u) << j;
+  return m;
+#endif
+}
+
+/// Lanes j with v[j] != 0.
+ZCOLL_ALWAYS_INLINE block_mask lanes_nonzero(const std::uint32_t* v) {
+#if ZCOLL_HAS_AVX512
+  const __m512i lo = _mm512_loadu_si512(v), hi = _mm512_loadu_si512(v + 16);
+  return static_cast<block_mask>(_mm512_kunpackw(_mm512_test_epi32_mask(hi, hi), _mm512_test_epi32_mask(lo, lo)));
+#elif ZCOLL_HAS_AVX2
+  block_mask zero = 0;
+  for (int k = 0; k < 4; ++k) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 8 * k));
+    const __m256i z = _mm256_cmpeq_epi32(x, _mm256_setzero_si256());
+    zero |= static_cast<block_mask>(_mm256_movemask_ps(_mm256_castsi256_ps(z))) << (8 * k);
+  }
+  return ~zero;
+#else
+  block_mask m = 0;
+  for (unsigned j = 0; j < block_values; ++j) m |= static_cast<block_mask>(v[j] != 0) << j;
+  return m;
+#endif
+}
+
+/// v[j] |= 1 << bit for the lanes j in `lanes`.
+ZCOLL_ALWAYS_INLINE void set_bit_in_lanes(std::uint32_t* v, block_mask lanes, unsigned bit) {
+#if ZCOLL_HAS_AVX512
+  const __m512i b = _mm512_set1_epi32(static_cast<int>(1u << bit));
+  const __m512i lo = _mm512_loadu_si512(v), hi = _mm512_loadu_si512(v + 16);
+  _mm512_storeu_si512(v, _mm512_mask_or_epi32(lo, static_cast<__mmask16>(lanes), lo, b));
+  _mm512_storeu_si512(v + 16, _mm512_mask_or_epi32(hi, static_cast<__mmask16>(lanes >> 16), hi, b));
+#elif ZCOLL_HAS_AVX2
+  const __m256i select = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const __m256i b = _mm256_set1_epi32(static_cast<int>(1u << bit));
+  for (int k = 0; k < 4; ++k) {
+    const __m256i m = _mm256_set1_epi32(static_cast<int>((lanes >> (8 * k)) & 0xFF));
+    const __m256i on = _mm256_cmpeq_epi32(_mm256_and_si256(m, select), select);
+    auto* p = reinterpret_cast<__m256i*>(v + 8 * k);
+    _mm256_storeu_si256(p, _mm256_or_si256(_mm256_loadu_si256(p), _mm256_and_si256(on, b)));
+  }
+#else
+  for (unsigned j = 0; j < block_values; ++j) v[j] |= ((lanes >> j) & 1u) << bit;
+#endif
+}
+
+}  // namespace zcoll

@@ -1,0 +1,164 @@
+#pragma once
+/// The stream header and chunk size index: the contract between every producer and consumer of a zcoll stream.
+///
+/// A stream is `header | chunk size index | chunk 0 | chunk 1 | ...`, all little-endian:
+///
+/// | offset | bytes | field                                                                          |
+/// |-------:|------:|--------------------------------------------------------------------------------|
+/// |      0 |     4 | magic "ZCOL" (0x5A 0x43 0x4F 0x4C)                                             |
+/// |      4 |     1 | format version (1)                                                             |
+/// |      5 |     1 | codec id (codec/codec_id.hpp): which pipeline wrote the chunks                 |
+/// |      6 |     1 | value type: 1 = f32, 2 = f64                                                   |
+/// |      7 |     1 | flags: bit 0 = a fill value is declared; bits 1-7 are zero                     |
+/// |      8 |     8 | value count (u64)                                                              |
+/// |     16 |     8 | absolute error bound actually guaranteed (f64; 0 = lossless)                   |
+/// |     24 |     8 | fill value: the bit pattern of the value type, zero-extended (0 if undeclared) |
+/// |     32 |     4 | chunk length: values per chunk (u32, a multiple of 32, 32..65536)              |
+/// |     36 |     4 | chunk count (u32) = ceil(value count / chunk length)                           |
+/// |     40 | 4 × chunk count | chunk size index: the byte size of each chunk (u32)                  |
+///
+/// The index lets a reader find any chunk at once, so chunks decode in parallel or pipelined with
+/// communication (the PIPE-fZ-light layout of the ZCCL paper, §3.5.2). The stream is exactly as long as
+/// header + index + the sum of the chunk sizes; read_stream_layout checks every field against the buffer.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/core/value_type.hpp"
+
+namespace zcoll {
+
+inline constexpr std::uint8_t stream_magic[4] = {0x5A, 0x43, 0x4F, 0x4C};
+inline constexpr std::uint8_t stream_format_version = 1;
+inline constexpr std::size_t stream_header_size_bytes = 40;
+inline constexpr std::uint32_t min_chunk_values = 32;
+inline constexpr std::uint32_t max_chunk_values = 65536;
+
+/// The fixed-size part of a stream, as read or to be written.
+struct stream_header {
+  std::uint8_t codec_id = 0;
+  value_type type = value_type::f32;
+  bool has_fill_value = false;
+  std::uint64_t count = 0;
+  double error_bound = 0.0;
+  std::uint64_t fill_bits = 0;
+  std::uint32_t chunk_values = 0;
+  std::uint32_t chunk_count = 0;
+};
+
+/// Chunks needed for `count` values of `chunk_values` each.
+constexpr std::uint64_t chunk_count_for(std::uint64_t count, std::uint32_t chunk_values) {
+  return (count + chunk_values - 1) / chunk_values;
+}
+
+/// Bytes of header plus chunk size index.
+constexpr std::size_t stream_prefix_size_bytes(std::uint32_t chunk_count) {
+  return stream_header_size_bytes + std::size_t{4} * chunk_count;
+}
+
+inline void write_stream_header(byte_writer& out, const stream_header& h) {
+  for (auto b : stream_magic) out.write(b);
+  out.write(stream_format_version);
+  out.write(h.codec_id);
+  out.write(static_cast<std::uint8_t>(h.type));
+  out.write(static_cast<std::uint8_t>(h.has_fill_value ? 1 : 0));
+  out.write(h.count);
+  out.write(h.error_bound);
+  out.write(h.fill_bits);
+  out.write(h.chunk_values);
+  out.write(h.chunk_count);
+}
+
+/// Reads and validates the fixed header (not the index).
+inline stream_header read_stream_header(std::span<const std::byte> stream) {
+  byte_reader in(stream);
+  for (auto expected : stream_magic) {
+    if (in.read<std::uint8_t>("header magic") != expected) throw format_error("bad magic: not a zcoll stream");
+  }
+  const auto version = in.read<std::uint8_t>("header version");
+  if (version != stream_format_version) {
+    throw format_error("format version " + std::to_string(version) + " is not supported (expected " +
+                       std::to_string(stream_format_version) + ")");
+  }
+  stream_header h;
+  h.codec_id = in.read<std::uint8_t>("header codec id");
+  const auto type = in.read<std::uint8_t>("header value type");
+  if (type != static_cast<std::uint8_t>(value_type::f32) && type != static_cast<std::uint8_t>(value_type::f64)) {
+    throw format_error("value type tag " + std::to_string(type) + " is neither 1 (f32) nor 2 (f64)");
+  }
+  h.type = static_cast<value_type>(type);
+  const auto flags = in.read<std::uint8_t>("header flags");
+  if (flags > 1) throw format_error("header flags " + std::to_string(flags) + " has reserved bits set");
+  h.has_fill_value = flags == 1;
+  h.count = in.read<std::uint64_t>("header value count");
+  h.error_bound = in.read<double>("header error bound");
+  if (!(h.error_bound >= 0.0) || !std::isfinite(h.error_bound)) {
+    throw format_error("error bound " + std::to_string(h.error_bound) + " is not finite and >= 0");
+  }
+  h.fill_bits = in.read<std::uint64_t>("header fill value");
+  if (h.type == value_type::f32 && (h.fill_bits >> 32) != 0) {
+    throw format_error("f32 fill value has bits set above bit 31");
+  }
+  if (!h.has_fill_value && h.fill_bits != 0) throw format_error("fill value set without the fill flag");
+  h.chunk_values = in.read<std::uint32_t>("header chunk length");
+  if (h.chunk_values < min_chunk_values || h.chunk_values > max_chunk_values || h.chunk_values % 32 != 0) {
+    throw format_error("chunk length " + std::to_string(h.chunk_values) +
+                       " is not a multiple of 32 in [32, 65536]");
+  }
+  h.chunk_count = in.read<std::uint32_t>("header chunk count");
+  if (h.chunk_count != chunk_count_for(h.count, h.chunk_values)) {
+    throw format_error("chunk count " + std::to_string(h.chunk_count) + " does not match value count " +
+                       std::to_string(h.count) + " in chunks of " + std::to_string(h.chunk_values));
+  }
+  return h;
+}
+
+/// A validated stream: its header and its chunk size index, read in place (no allocation).
+struct stream_layout {
+  stream_header header;
+  std::span<const std::byte> index;  ///< 4 bytes per chunk
+
+  std::uint32_t chunk_size_bytes(std::uint32_t chunk) const {
+    std::uint32_t size;
+    std::memcpy(&size, index.data() + std::size_t{4} * chunk, 4);
+    return size;
+  }
+  /// Offset of `chunk` in the stream: header, index, and the chunks before it.
+  std::size_t chunk_offset(std::uint32_t chunk) const {
+    std::size_t offset = stream_prefix_size_bytes(header.chunk_count);
+    for (std::uint32_t c = 0; c < chunk; ++c) offset += chunk_size_bytes(c);
+    return offset;
+  }
+};
+
+/// Reads header and chunk size index, and checks that the chunks exactly fill `stream`.
+inline stream_layout read_stream_layout(std::span<const std::byte> stream) {
+  const stream_header header = read_stream_header(stream);
+  const auto chunks = header.chunk_count;
+  if (stream.size() - stream_header_size_bytes < std::uint64_t{4} * chunks) {
+    throw format_error("chunk size index of " + std::to_string(chunks) + " entries is truncated");
+  }
+  const stream_layout layout{header, stream.subspan(stream_header_size_bytes, std::size_t{4} * chunks)};
+  std::size_t offset = stream_prefix_size_bytes(chunks);
+  for (std::uint32_t c = 0; c < chunks; ++c) {
+    const auto size = layout.chunk_size_bytes(c);
+    if (size == 0 || size > stream.size() - offset) {
+      throw format_error("chunk " + std::to_string(c) + " of " + std::to_string(size) +
+                         " bytes does not fit in the stream of " + std::to_string(stream.size()) + " bytes");
+    }
+    offset += size;
+  }
+  if (offset != stream.size()) {
+    throw format_error("stream is " + std::to_string(stream.size()) + " bytes but its chunks end at byte " +
+                       std::to_string(offset));
+  }
+  return layout;
+}
+
+}  // namespace zcoll

@@ -1,0 +1,41 @@
+#pragma once
+/// Bit-shuffle encoder: per 32-residual block a bit-width byte, sign bits and fixed-length bit planes;
+/// all-zero blocks cost one byte (fZ-light, ZCCL paper §3.3). Format in detail/bitshuffle_block.hpp.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "zcoll/core/error.hpp"
+#include "zcoll/encode/detail/bitshuffle_block.hpp"
+
+namespace zcoll::encode {
+
+/// Fixed-length bit-plane encoding of integer residuals, the fastest encoder of the family.
+struct BitShuffle {
+  static constexpr std::uint8_t id = 1;
+  static constexpr const char* name = "bitshuffle";
+  static constexpr std::size_t max_block_bytes = detail::bitshuffle_max_block_bytes;
+
+  /// Writes 32 residuals at `out` (room for max_block_bytes); returns the bytes written.
+  static std::size_t encode_block(const std::int32_t* residuals, std::byte* out) {
+    return detail::bitshuffle_encode_block(residuals, out);
+  }
+
+  /// Reads one block from the front of `in` into 32 residuals; returns the bytes consumed.
+  static std::size_t decode_block(std::span<const std::byte> in, std::uint32_t* residuals) {
+    if (in.empty()) throw format_error("bitshuffle: block header missing at end of chunk");
+    const unsigned planes = std::to_integer<unsigned>(in[0]);
+    if (planes > 32) throw format_error("bitshuffle: block has " + std::to_string(planes) + " bit planes (at most 32)");
+    const std::size_t size = detail::bitshuffle_block_bytes(planes);
+    if (size > in.size()) {
+      throw format_error("bitshuffle: block of " + std::to_string(size) + " bytes truncated to " +
+                         std::to_string(in.size()));
+    }
+    detail::bitshuffle_decode_block(planes, in.data(), residuals);
+    return size;
+  }
+};
+
+}  // namespace zcoll::encode

@@ -1,0 +1,96 @@
+#pragma once
+/// Linear quantization with an error bound: q = round(x / 2eb), x' = q * 2eb, every value re-checked.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "zcoll/core/barrier.hpp"
+#include "zcoll/core/config.hpp"
+#include "zcoll/core/lanes.hpp"
+#include "zcoll/core/value_type.hpp"
+
+namespace zcoll::quantize {
+
+/// Bins of width 2·eb centred on the multiples of 2·eb: round to nearest keeps |x - x'| <= eb with one
+/// bin fewer per value than fZ-light's truncation into bins of width eb (one more bit of ratio).
+///
+/// The bound is guaranteed in exact arithmetic, whatever the compiler flags: the encoder reconstructs
+/// each value with the decoder's own single multiply, passes it through memory (detail::materialize)
+/// so no FMA contraction can change it, and checks |x - x'| against a threshold lowered by the rounding
+/// of the subtraction. Values that fail — NaN, ±Inf, values beyond the code range, values the rounding
+/// of x' pushes past the bound — are reported to the pipeline, which stores them exactly.
+struct Linear {
+  static constexpr std::uint8_t id = 1;
+  static constexpr const char* name = "linear";
+  static constexpr bool uses_error_bound = true;
+
+  template <floating_value T>
+  class block_quantizer {
+   public:
+    /// Largest |code|: float(q) is exact up to 2^24 for f32; for f64, residuals of codes below 2^30
+    /// still fit a signed 32-bit word.
+    static constexpr std::int32_t max_code = std::is_same_v<T, float> ? (1 << 24) : (1 << 30) - 1;
+
+    explicit block_quantizer(double error_bound)
+        : error_bound_(error_bound),
+          step_(static_cast<T>(2.0 * error_bound)),
+          inverse_step_(static_cast<T>(0.5 / error_bound)),
+          check_bound_(lowered_check_bound(error_bound)) {}
+
+    /// False when no step of type T honours the bound (eb = 0, or so small or large that 2eb or its
+    /// inverse is 0 or infinite in T): the pipeline then stores values exactly.
+    bool usable() const {
+      return error_bound_ > 0.0 && step_ > T(0) && step_ <= std::numeric_limits<T>::max() &&
+             inverse_step_ > T(0) && inverse_step_ <= std::numeric_limits<T>::max() && check_bound_ > T(0);
+    }
+
+    /// The bound the stream states: what every finite, stored-as-code value is within.
+    double guaranteed_bound() const { return error_bound_; }
+
+    /// Codes for 32 values; returns the lanes whose code would break the bound (their code is 0).
+    ZCOLL_ALWAYS_INLINE block_mask quantize(const T* ZCOLL_RESTRICT x, std::int32_t* ZCOLL_RESTRICT codes) const {
+      alignas(64) T reconstructed[block_values];
+      constexpr T code_limit = static_cast<T>(max_code);
+      for (std::size_t j = 0; j < block_values; ++j) {
+        const T rounded = std::nearbyint(x[j] * inverse_step_);
+        const bool in_range = std::abs(rounded) <= code_limit;  // false for NaN
+        const std::int32_t q = in_range ? static_cast<std::int32_t>(rounded) : 0;
+        codes[j] = q;
+        reconstructed[j] = static_cast<T>(q) * step_;  // exactly the decoder's dequantize
+      }
+      detail::materialize(reconstructed);
+      alignas(64) std::uint32_t within[block_values];
+      for (std::size_t j = 0; j < block_values; ++j) {
+        within[j] = std::abs(x[j] - reconstructed[j]) <= check_bound_ ? 1u : 0u;  // false for NaN, ±Inf
+      }
+      return ~lanes_nonzero(within);
+    }
+
+    /// Values for the first `lanes` codes (read as two's complement words).
+    ZCOLL_ALWAYS_INLINE void dequantize(const std::uint32_t* ZCOLL_RESTRICT codes, T* ZCOLL_RESTRICT out,
+                                        std::size_t lanes) const {
+      for (std::size_t j = 0; j < lanes; ++j) out[j] = static_cast<T>(static_cast<std::int32_t>(codes[j])) * step_;
+    }
+
+   private:
+    /// The largest threshold c in T such that a computed |x - x'| <= c proves the exact |x - x'| <= eb:
+    /// the subtraction rounds by at most a factor (1 ± 2^-p), so c = eb (1 - 2^-(p-1)), rounded down.
+    static T lowered_check_bound(double eb) {
+      constexpr int p = std::numeric_limits<T>::digits;
+      const double c = eb * (1.0 - std::ldexp(1.0, -(p - 1)));
+      T t = static_cast<T>(c);
+      if (static_cast<double>(t) > c) t = std::nextafter(t, T(0));
+      return t;
+    }
+
+    double error_bound_;
+    T step_;
+    T inverse_step_;
+    T check_bound_;
+  };
+};
+
+}  // namespace zcoll::quantize
