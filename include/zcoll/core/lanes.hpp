@@ -2,7 +2,7 @@
 /// The 32-value block every stage works on, and the lane-mask primitives of its bit-plane math.
 ///
 /// A block mask has bit j set for lane j. These three primitives are the whole vector vocabulary of the
-/// host codecs; each has an AVX-512 and an AVX2 form and a portable loop, chosen at compile time
+/// host codecs; each has an AVX2 form and a portable loop, chosen at compile time
 /// (core/config.hpp), and all forms give identical results.
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 
 #include "zcoll/core/config.hpp"
 
-#if ZCOLL_HAS_AVX512 || ZCOLL_HAS_AVX2
+#if ZCOLL_HAS_AVX2
 #include <immintrin.h>
 #endif
 
@@ -24,12 +24,7 @@ using block_mask = std::uint32_t;
 
 /// Lanes j with bit `bit` of v[j] set.
 ZCOLL_ALWAYS_INLINE block_mask lanes_with_bit(const std::uint32_t* v, unsigned bit) {
-#if ZCOLL_HAS_AVX512
-  const __m512i b = _mm512_set1_epi32(static_cast<int>(1u << bit));
-  const __mmask16 lo = _mm512_test_epi32_mask(_mm512_loadu_si512(v), b);
-  const __mmask16 hi = _mm512_test_epi32_mask(_mm512_loadu_si512(v + 16), b);
-  return static_cast<block_mask>(_mm512_kunpackw(hi, lo));
-#elif ZCOLL_HAS_AVX2
+#if ZCOLL_HAS_AVX2
   const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(31 - bit));
   block_mask m = 0;
   for (int k = 0; k < 4; ++k) {
@@ -46,10 +41,7 @@ ZCOLL_ALWAYS_INLINE block_mask lanes_with_bit(const std::uint32_t* v, unsigned b
 
 /// Lanes j with v[j] != 0.
 ZCOLL_ALWAYS_INLINE block_mask lanes_nonzero(const std::uint32_t* v) {
-#if ZCOLL_HAS_AVX512
-  const __m512i lo = _mm512_loadu_si512(v), hi = _mm512_loadu_si512(v + 16);
-  return static_cast<block_mask>(_mm512_kunpackw(_mm512_test_epi32_mask(hi, hi), _mm512_test_epi32_mask(lo, lo)));
-#elif ZCOLL_HAS_AVX2
+#if ZCOLL_HAS_AVX2
   block_mask zero = 0;
   for (int k = 0; k < 4; ++k) {
     const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 8 * k));
@@ -66,12 +58,7 @@ ZCOLL_ALWAYS_INLINE block_mask lanes_nonzero(const std::uint32_t* v) {
 
 /// v[j] |= 1 << bit for the lanes j in `lanes`.
 ZCOLL_ALWAYS_INLINE void set_bit_in_lanes(std::uint32_t* v, block_mask lanes, unsigned bit) {
-#if ZCOLL_HAS_AVX512
-  const __m512i b = _mm512_set1_epi32(static_cast<int>(1u << bit));
-  const __m512i lo = _mm512_loadu_si512(v), hi = _mm512_loadu_si512(v + 16);
-  _mm512_storeu_si512(v, _mm512_mask_or_epi32(lo, static_cast<__mmask16>(lanes), lo, b));
-  _mm512_storeu_si512(v + 16, _mm512_mask_or_epi32(hi, static_cast<__mmask16>(lanes >> 16), hi, b));
-#elif ZCOLL_HAS_AVX2
+#if ZCOLL_HAS_AVX2
   const __m256i select = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
   const __m256i b = _mm256_set1_epi32(static_cast<int>(1u << bit));
   for (int k = 0; k < 4; ++k) {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <type_traits>
 
 #include "zcoll/core/exec.hpp"
 #include "zcoll/core/value_type.hpp"
@@ -26,6 +27,66 @@ struct value_extent {
   double range() const { return empty() ? 0.0 : static_cast<double>(highest) - static_cast<double>(lowest); }
 };
 
+/// Signed integer whose order is the order of the floating-point values (for non-NaN values): negative
+/// values have their magnitude bits flipped. Integer min/max vectorise where floating-point ones do not
+/// (without -ffast-math).
+template <floating_value T>
+constexpr auto order_key(T v) {
+  using key = std::make_signed_t<bits_of<T>>;
+  const auto k = std::bit_cast<key>(v);
+  constexpr key magnitude = std::numeric_limits<key>::max();
+  return static_cast<key>(k ^ ((k >> (sizeof(key) * 8 - 1)) & magnitude));
+}
+
+template <floating_value T>
+constexpr T from_order_key(std::make_signed_t<bits_of<T>> k) {
+  using key = std::make_signed_t<bits_of<T>>;
+  constexpr key magnitude = std::numeric_limits<key>::max();
+  return std::bit_cast<T>(static_cast<key>(k ^ ((k >> (sizeof(key) * 8 - 1)) & magnitude)));
+}
+
+/// Extent of the finite values of x[0, n) other than the fill value, branch-free on order keys with one
+/// accumulator per lane, all integer operations: this form vectorises under GCC's default flags.
+template <floating_value T>
+value_extent<T> extent_of(const T* x, std::size_t n, std::optional<bits_of<T>> fill_bits) {
+  using bits = bits_of<T>;
+  using key = std::make_signed_t<bits>;
+  constexpr std::size_t lanes = 32;
+  constexpr bits magnitude_bits = std::numeric_limits<key>::max();
+  constexpr bits max_finite_bits = std::bit_cast<bits>(std::numeric_limits<T>::max());
+  constexpr key no_low = order_key(std::numeric_limits<T>::infinity());
+  constexpr key no_high = order_key(-std::numeric_limits<T>::infinity());
+  const bool has_fill = fill_bits.has_value();
+  const bits fill = fill_bits.value_or(0);
+  key lo[lanes], hi[lanes];
+  std::fill_n(lo, lanes, no_low);
+  std::fill_n(hi, lanes, no_high);
+  std::size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    for (std::size_t j = 0; j < lanes; ++j) {
+      const bits b = std::bit_cast<bits>(x[i + j]);
+      const bool take = ((b & magnitude_bits) <= max_finite_bits) & (!has_fill | (b != fill));
+      const auto s = static_cast<key>(b);
+      const auto k = static_cast<key>(s ^ ((s >> (sizeof(key) * 8 - 1)) & static_cast<key>(magnitude_bits)));
+      lo[j] = std::min(lo[j], take ? k : no_low);
+      hi[j] = std::max(hi[j], take ? k : no_high);
+    }
+  }
+  key low = no_low, high = no_high;
+  for (; i < n; ++i) {
+    const bits b = std::bit_cast<bits>(x[i]);
+    if ((b & magnitude_bits) <= max_finite_bits && !(has_fill && b == fill)) {
+      low = std::min(low, order_key(x[i]));
+      high = std::max(high, order_key(x[i]));
+    }
+  }
+  for (std::size_t j = 0; j < lanes; ++j) {
+    low = std::min(low, lo[j]);
+    high = std::max(high, hi[j]);
+  }
+  return {from_order_key<T>(low), from_order_key<T>(high)};
+}
+
 /// One pass over `values` (vectorised: no per-value branch), split over `exec`'s threads.
 template <floating_value T>
 value_extent<T> find_value_extent(const exec::Host& exec, std::span<const T> values,
@@ -38,26 +99,8 @@ value_extent<T> find_value_extent(const exec::Host& exec, std::span<const T> val
   value_extent<T> slots[max_slots];
   exec::for_each_range(exec::Host{static_cast<unsigned>(std::min(workers, max_slots))}, parts,
                        [&](std::size_t w, std::size_t begin, std::size_t end) {
-    const T* x = values.data();
     const std::size_t first = begin * part_values, last = std::min(values.size(), end * part_values);
-    constexpr T max_finite = std::numeric_limits<T>::max();
-    constexpr T inf = std::numeric_limits<T>::infinity();
-    T lo = inf, hi = -inf;
-    if (fill_bits) {
-      const bits_of<T> fill = *fill_bits;
-      for (std::size_t i = first; i < last; ++i) {
-        const bool counted = std::abs(x[i]) <= max_finite && std::bit_cast<bits_of<T>>(x[i]) != fill;
-        lo = std::min(lo, counted ? x[i] : inf);
-        hi = std::max(hi, counted ? x[i] : -inf);
-      }
-    } else {
-      for (std::size_t i = first; i < last; ++i) {
-        const bool counted = std::abs(x[i]) <= max_finite;
-        lo = std::min(lo, counted ? x[i] : inf);
-        hi = std::max(hi, counted ? x[i] : -inf);
-      }
-    }
-    slots[w] = {lo, hi};
+    slots[w] = extent_of(values.data() + first, last - first, fill_bits);
   });
   value_extent<T> all;
   for (std::size_t w = 0; w < std::min(workers, max_slots); ++w) {

@@ -19,12 +19,12 @@ struct BitShuffle {
   static constexpr std::size_t max_block_bytes = detail::bitshuffle_max_block_bytes;
 
   /// Writes 32 residuals at `out` (room for max_block_bytes); returns the bytes written.
-  static std::size_t encode_block(const std::int32_t* residuals, std::byte* out) {
+  ZCOLL_ALWAYS_INLINE static std::size_t encode_block(const std::int32_t* residuals, std::byte* out) {
     return detail::bitshuffle_encode_block(residuals, out);
   }
 
   /// Reads one block from the front of `in` into 32 residuals; returns the bytes consumed.
-  static std::size_t decode_block(std::span<const std::byte> in, std::uint32_t* residuals) {
+  ZCOLL_ALWAYS_INLINE static std::size_t decode_block(std::span<const std::byte> in, std::uint32_t* residuals) {
     if (in.empty()) throw format_error("bitshuffle: block header missing at end of chunk");
     const unsigned planes = std::to_integer<unsigned>(in[0]);
     if (planes > 32) throw format_error("bitshuffle: block has " + std::to_string(planes) + " bit planes (at most 32)");

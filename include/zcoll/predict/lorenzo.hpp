@@ -7,6 +7,10 @@
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
 
+#if ZCOLL_HAS_AVX2
+#include <immintrin.h>
+#endif
+
 namespace zcoll::predict {
 
 /// Predicting on codes, not values ("dual quantization"), keeps chunks independent and exact: the
@@ -32,13 +36,32 @@ struct Lorenzo1D {
   }
 
   /// Codes from residuals, in place.
+  /// Codes from residuals, in place: an inclusive prefix sum.
   ZCOLL_ALWAYS_INLINE static void inverse(state& s, std::uint32_t* values) {
+#if ZCOLL_HAS_AVX2
+    // Log-step scan in each 128-bit half, carry the low half's total into the high half, then the
+    // running total of the blocks before: 8 lanes in 7 operations instead of a chain of 8 dependent adds.
+    __m256i running = _mm256_set1_epi32(static_cast<int>(s.previous));
+    for (std::size_t k = 0; k < block_values; k += 8) {
+      auto* p = reinterpret_cast<__m256i*>(values + k);
+      __m256i v = _mm256_loadu_si256(p);
+      v = _mm256_add_epi32(v, _mm256_slli_si256(v, 4));
+      v = _mm256_add_epi32(v, _mm256_slli_si256(v, 8));
+      const __m256i low_total = _mm256_shuffle_epi32(v, 0xFF);  // lane 3 (and 7) broadcast in each half
+      v = _mm256_add_epi32(v, _mm256_permute2x128_si256(low_total, low_total, 0x08));
+      v = _mm256_add_epi32(v, running);
+      _mm256_storeu_si256(p, v);
+      running = _mm256_permutevar8x32_epi32(v, _mm256_set1_epi32(7));
+    }
+    s.previous = values[block_values - 1];
+#else
     std::uint32_t running = s.previous;
     for (std::size_t j = 0; j < block_values; ++j) {
       running += values[j];
       values[j] = running;
     }
     s.previous = running;
+#endif
   }
 };
 

@@ -1,6 +1,7 @@
 #pragma once
 /// Linear quantization with an error bound: q = round(x / 2eb), x' = q * 2eb, every value re-checked.
 
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -50,14 +51,21 @@ struct Linear {
     /// The bound the stream states: what every finite, stored-as-code value is within.
     double guaranteed_bound() const { return error_bound_; }
 
-    /// Codes for 32 values; returns the lanes whose code would break the bound (their code is 0).
+    /// Codes for 32 values; returns the lanes whose code would break the bound (their code is 0 when
+    /// out of range; the check of |x - x'| then fails too, as |x| > 2^24 * 2eb).
     ZCOLL_ALWAYS_INLINE block_mask quantize(const T* ZCOLL_RESTRICT x, std::int32_t* ZCOLL_RESTRICT codes) const {
       alignas(64) T reconstructed[block_values];
       constexpr T code_limit = static_cast<T>(max_code);
       for (std::size_t j = 0; j < block_values; ++j) {
         const T rounded = std::nearbyint(x[j] * inverse_step_);
-        const bool in_range = std::abs(rounded) <= code_limit;  // false for NaN
-        const std::int32_t q = in_range ? static_cast<std::int32_t>(rounded) : 0;
+        // Zero the lanes out of range before converting, so the conversion never sees NaN or a value
+        // beyond the code range. Range test and select are integer operations on the bit pattern (for
+        // |r| it is ordered like the value, NaN above all): a floating-point compare or select here keeps
+        // GCC from vectorising the loop under the default -ftrapping-math.
+        using bits = bits_of<T>;
+        const bits keep = std::bit_cast<bits>(std::abs(rounded)) <= std::bit_cast<bits>(code_limit) ? ~bits{0} : 0;
+        const T bounded = std::bit_cast<T>(static_cast<bits>(std::bit_cast<bits>(rounded) & keep));
+        const auto q = static_cast<std::int32_t>(bounded);
         codes[j] = q;
         reconstructed[j] = static_cast<T>(q) * step_;  // exactly the decoder's dequantize
       }

@@ -25,6 +25,70 @@ inline constexpr std::size_t bitshuffle_max_block_bytes = 1 + 4 + 4 * block_valu
 /// Bytes of an encoded block with `planes` bit planes.
 constexpr std::size_t bitshuffle_block_bytes(unsigned planes) { return planes == 0 ? 1 : 5 + 4 * std::size_t{planes}; }
 
+#if ZCOLL_HAS_AVX2
+/// Byte slicing for AVX2. A bit plane of 32 lanes is one vpmovmskb of a vector that holds one byte of
+/// every lane: slice s holds byte s of lanes 0..31, in lane order. byte_slices() builds the four slices
+/// from four vectors of 8 lanes (a 4x4 byte transpose in each 128-bit half, a 4x4 dword transpose across
+/// the four vectors, and a dword permutation into lane order); lanes_from_byte_slices() is its inverse.
+struct byte_slicing {
+  // Groups the 16 bytes of 4 lanes by byte position; its own inverse.
+  static __m256i transpose_4x4_bytes(__m256i v) {
+    const __m256i order = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,  //
+                                           0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm256_shuffle_epi8(v, order);
+  }
+  // 4x4 transpose of the dwords in each 128-bit half of v0..v3; its own inverse.
+  static void transpose_4x4_dwords(__m256i& v0, __m256i& v1, __m256i& v2, __m256i& v3) {
+    const __m256i t0 = _mm256_unpacklo_epi32(v0, v1), t1 = _mm256_unpacklo_epi32(v2, v3);
+    const __m256i t2 = _mm256_unpackhi_epi32(v0, v1), t3 = _mm256_unpackhi_epi32(v2, v3);
+    v0 = _mm256_unpacklo_epi64(t0, t1);
+    v1 = _mm256_unpackhi_epi64(t0, t1);
+    v2 = _mm256_unpacklo_epi64(t2, t3);
+    v3 = _mm256_unpackhi_epi64(t2, t3);
+  }
+  // After the transposes a slice holds lanes [0-3, 8-11, 16-19, 24-27 | 4-7, 12-15, 20-23, 28-31].
+  static __m256i to_lane_order(__m256i v) {
+    return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+  }
+  static __m256i from_lane_order(__m256i v) {
+    return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
+  }
+
+  static void byte_slices(const std::uint32_t* lanes, __m256i slice[4]) {
+    __m256i v[4];
+    for (int k = 0; k < 4; ++k) {
+      v[k] = transpose_4x4_bytes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 * k)));
+    }
+    transpose_4x4_dwords(v[0], v[1], v[2], v[3]);
+    for (int s = 0; s < 4; ++s) slice[s] = to_lane_order(v[s]);
+  }
+
+  static void lanes_from_byte_slices(const __m256i slice[4], std::uint32_t* lanes) {
+    __m256i v[4];
+    for (int s = 0; s < 4; ++s) v[s] = from_lane_order(slice[s]);
+    transpose_4x4_dwords(v[0], v[1], v[2], v[3]);
+    for (int k = 0; k < 4; ++k) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes + 8 * k), transpose_4x4_bytes(v[k]));
+    }
+  }
+
+  /// Bit `bit` (0..7) of every byte of `slice`, as a 32-lane mask.
+  static block_mask plane(__m256i slice, int bit) {
+    const __m256i top = _mm256_sll_epi16(slice, _mm_cvtsi32_si128(7 - bit));
+    return static_cast<block_mask>(_mm256_movemask_epi8(top));
+  }
+
+  /// 0xFF in the bytes whose lane is set in `mask`, 0 elsewhere.
+  static __m256i bytes_of_mask(block_mask mask) {
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i select = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(mask)), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
+  }
+};
+#endif
+
 /// Encodes 32 residuals at `out` (which has room for bitshuffle_max_block_bytes); returns bytes written.
 ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOLL_RESTRICT residuals,
                                                         std::byte* ZCOLL_RESTRICT out) {
@@ -41,10 +105,19 @@ ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOL
   if (planes == 0) return 1;
   const block_mask sign = lanes_with_bit(reinterpret_cast<const std::uint32_t*>(residuals), 31);
   std::memcpy(out + 1, &sign, 4);
+#if ZCOLL_HAS_AVX2
+  __m256i slice[4];
+  byte_slicing::byte_slices(magnitude, slice);
+  for (unsigned p = 0; p < planes; ++p) {
+    const block_mask plane = byte_slicing::plane(slice[p / 8], static_cast<int>(p % 8));
+    std::memcpy(out + 5 + 4 * p, &plane, 4);
+  }
+#else
   for (unsigned p = 0; p < planes; ++p) {
     const block_mask plane = lanes_with_bit(magnitude, p);
     std::memcpy(out + 5 + 4 * p, &plane, 4);
   }
+#endif
   return bitshuffle_block_bytes(planes);
 }
 
@@ -53,15 +126,30 @@ ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOL
 /// overflowing a signed integer.
 ZCOLL_ALWAYS_INLINE void bitshuffle_decode_block(unsigned planes, const std::byte* ZCOLL_RESTRICT in,
                                                  std::uint32_t* ZCOLL_RESTRICT residuals) {
-  for (std::size_t j = 0; j < block_values; ++j) residuals[j] = 0;
-  if (planes == 0) return;
+  if (planes == 0) {
+    for (std::size_t j = 0; j < block_values; ++j) residuals[j] = 0;
+    return;
+  }
   block_mask sign;
   std::memcpy(&sign, in + 1, 4);
+#if ZCOLL_HAS_AVX2
+  __m256i slice[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                      _mm256_setzero_si256()};
+  for (unsigned p = 0; p < planes; ++p) {
+    block_mask plane;
+    std::memcpy(&plane, in + 5 + 4 * p, 4);
+    const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << (p % 8)));
+    slice[p / 8] = _mm256_or_si256(slice[p / 8], _mm256_and_si256(byte_slicing::bytes_of_mask(plane), bit));
+  }
+  byte_slicing::lanes_from_byte_slices(slice, residuals);
+#else
+  for (std::size_t j = 0; j < block_values; ++j) residuals[j] = 0;
   for (unsigned p = 0; p < planes; ++p) {
     block_mask plane;
     std::memcpy(&plane, in + 5 + 4 * p, 4);
     set_bit_in_lanes(residuals, plane, p);
   }
+#endif
   for (std::size_t j = 0; j < block_values; ++j) {
     const std::uint32_t negate = 0u - ((sign >> j) & 1u);  // all ones where the sign bit is set
     residuals[j] = (residuals[j] ^ negate) - negate;
