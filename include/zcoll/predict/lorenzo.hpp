@@ -27,11 +27,25 @@ struct Lorenzo1D {
 
   ZCOLL_ALWAYS_INLINE static void forward(state& s, const std::int32_t* ZCOLL_RESTRICT codes,
                                           std::int32_t* ZCOLL_RESTRICT residuals) {
+#if ZCOLL_HAS_AVX2
+    // The codes were just stored: an unaligned load of codes[j - 1] would straddle two stores and miss
+    // store-to-load forwarding, so the shifted vector is built in registers instead.
+    const __m256i rotate = _mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6);
+    __m256i before = _mm256_set1_epi32(static_cast<int>(s.previous));
+    for (std::size_t k = 0; k < block_values; k += 8) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + k));
+      const __m256i shifted = _mm256_blend_epi32(_mm256_permutevar8x32_epi32(v, rotate),
+                                                 _mm256_permutevar8x32_epi32(before, rotate), 0x01);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(residuals + k), _mm256_sub_epi32(v, shifted));
+      before = v;
+    }
+#else
     residuals[0] = static_cast<std::int32_t>(static_cast<std::uint32_t>(codes[0]) - s.previous);
     for (std::size_t j = 1; j < block_values; ++j) {
       residuals[j] = static_cast<std::int32_t>(static_cast<std::uint32_t>(codes[j]) -
                                                static_cast<std::uint32_t>(codes[j - 1]));
     }
+#endif
     s.previous = static_cast<std::uint32_t>(codes[block_values - 1]);
   }
 

@@ -13,6 +13,10 @@
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/value_type.hpp"
 
+#if ZCOLL_HAS_AVX2
+#include <immintrin.h>
+#endif
+
 namespace zcoll::quantize {
 
 /// Bins of width 2·eb centred on the multiples of 2·eb: round to nearest keeps |x - x'| <= eb with one
@@ -70,11 +74,7 @@ struct Linear {
         reconstructed[j] = static_cast<T>(q) * step_;  // exactly the decoder's dequantize
       }
       detail::materialize(reconstructed);
-      alignas(64) std::uint32_t within[block_values];
-      for (std::size_t j = 0; j < block_values; ++j) {
-        within[j] = std::abs(x[j] - reconstructed[j]) <= check_bound_ ? 1u : 0u;  // false for NaN, ±Inf
-      }
-      return ~lanes_nonzero(within);
+      return ~lanes_within(x, reconstructed);
     }
 
     /// Values for the first `lanes` codes (read as two's complement words).
@@ -84,6 +84,39 @@ struct Linear {
     }
 
    private:
+    /// Lanes with |x - x'| <= check_bound_ (never for NaN or ±Inf).
+    ZCOLL_ALWAYS_INLINE block_mask lanes_within(const T* ZCOLL_RESTRICT x, const T* ZCOLL_RESTRICT reconstructed) const {
+#if ZCOLL_HAS_AVX2
+      if constexpr (std::is_same_v<T, float>) {
+        const __m256 magnitude_bits = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+        const __m256 bound = _mm256_set1_ps(check_bound_);
+        block_mask within = 0;
+        for (int k = 0; k < 4; ++k) {
+          const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + 8 * k), _mm256_loadu_ps(reconstructed + 8 * k));
+          const __m256 ok = _mm256_cmp_ps(_mm256_and_ps(d, magnitude_bits), bound, _CMP_LE_OQ);
+          within |= static_cast<block_mask>(_mm256_movemask_ps(ok)) << (8 * k);
+        }
+        return within;
+      } else {
+        const __m256d magnitude_bits = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFF));
+        const __m256d bound = _mm256_set1_pd(check_bound_);
+        block_mask within = 0;
+        for (int k = 0; k < 8; ++k) {
+          const __m256d d = _mm256_sub_pd(_mm256_loadu_pd(x + 4 * k), _mm256_loadu_pd(reconstructed + 4 * k));
+          const __m256d ok = _mm256_cmp_pd(_mm256_and_pd(d, magnitude_bits), bound, _CMP_LE_OQ);
+          within |= static_cast<block_mask>(_mm256_movemask_pd(ok)) << (4 * k);
+        }
+        return within;
+      }
+#else
+      block_mask within = 0;
+      for (std::size_t j = 0; j < block_values; ++j) {
+        within |= static_cast<block_mask>(std::abs(x[j] - reconstructed[j]) <= check_bound_) << j;
+      }
+      return within;
+#endif
+    }
+
     /// The largest threshold c in T such that a computed |x - x'| <= c proves the exact |x - x'| <= eb:
     /// the subtraction rounds by at most a factor (1 ± 2^-p), so c = eb (1 - 2^-(p-1)), rounded down.
     static T lowered_check_bound(double eb) {

@@ -10,6 +10,7 @@
 /// | 4       | sign mask (u32): bit j set when residual j < 0                                         |
 /// | 4 × L   | bit planes, least significant first: bit j of plane p = bit p of |residual j|          |
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -54,11 +55,10 @@ struct byte_slicing {
     return _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
   }
 
-  static void byte_slices(const std::uint32_t* lanes, __m256i slice[4]) {
+  /// Slices from the 32 lanes held in four vectors of 8.
+  static void byte_slices(const __m256i lanes[4], __m256i slice[4]) {
     __m256i v[4];
-    for (int k = 0; k < 4; ++k) {
-      v[k] = transpose_4x4_bytes(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + 8 * k)));
-    }
+    for (int k = 0; k < 4; ++k) v[k] = transpose_4x4_bytes(lanes[k]);
     transpose_4x4_dwords(v[0], v[1], v[2], v[3]);
     for (int s = 0; s < 4; ++s) slice[s] = to_lane_order(v[s]);
   }
@@ -78,20 +78,58 @@ struct byte_slicing {
     return static_cast<block_mask>(_mm256_movemask_epi8(top));
   }
 
-  /// 0xFF in the bytes whose lane is set in `mask`, 0 elsewhere.
-  static __m256i bytes_of_mask(block_mask mask) {
-    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const __m256i select = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ULL));
-    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(mask)), spread);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(bytes, select), select);
+  /// Slice s from bit planes 8s..8s+7 (`count` of them, the rest read as zero). Byte i of plane j is
+  /// bit j of lanes 8i..8i+7: gathering byte i of the 8 planes into one qword makes each qword an 8x8
+  /// bit matrix, and its transpose (three delta swaps) is byte i..i+7 of the slice. 20 operations for 8
+  /// planes, where expanding each plane's mask alone takes 8.
+  static __m256i slice_of_planes(const std::byte* planes, unsigned count) {
+    const __m256i active = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)),
+                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    // Masked load: lanes past `count` read nothing, so a block at the end of a buffer is never overrun.
+    __m256i x = _mm256_maskload_epi32(reinterpret_cast<const int*>(planes), active);
+    x = to_lane_order(transpose_4x4_bytes(x));  // qword i = byte i of planes 0..7
+    __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 7)), _mm256_set1_epi64x(0x00AA00AA00AA00AALL));
+    x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 7)));
+    t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 14)), _mm256_set1_epi64x(0x0000CCCC0000CCCCLL));
+    x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 14)));
+    t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64(x, 28)), _mm256_set1_epi64x(0x00000000F0F0F0F0LL));
+    return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64(t, 28)));
   }
+
 };
 #endif
 
 /// Encodes 32 residuals at `out` (which has room for bitshuffle_max_block_bytes); returns bytes written.
 ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOLL_RESTRICT residuals,
                                                         std::byte* ZCOLL_RESTRICT out) {
+#if ZCOLL_HAS_AVX2
+  // All in registers: magnitudes (vpabsd gives 2^31 for INT32_MIN, read as unsigned), sign bits by
+  // vmovmskps, the bit width from the OR of the magnitudes, planes from the byte slices.
+  __m256i magnitude[4];
+  block_mask sign = 0;
+  __m256i any = _mm256_setzero_si256();
+  for (int k = 0; k < 4; ++k) {
+    const __m256i r = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(residuals + 8 * k));
+    sign |= static_cast<block_mask>(_mm256_movemask_ps(_mm256_castsi256_ps(r))) << (8 * k);
+    magnitude[k] = _mm256_abs_epi32(r);
+    any = _mm256_or_si256(any, magnitude[k]);
+  }
+  __m128i any4 = _mm_or_si128(_mm256_castsi256_si128(any), _mm256_extracti128_si256(any, 1));
+  any4 = _mm_or_si128(any4, _mm_shuffle_epi32(any4, 0x4E));
+  any4 = _mm_or_si128(any4, _mm_shuffle_epi32(any4, 0xB1));
+  const auto all_bits = static_cast<std::uint32_t>(_mm_cvtsi128_si32(any4));
+  const unsigned planes = 32 - static_cast<unsigned>(std::countl_zero(all_bits));
+  out[0] = static_cast<std::byte>(planes);
+  if (planes == 0) return 1;
+  std::memcpy(out + 1, &sign, 4);
+  __m256i slice[4];
+  byte_slicing::byte_slices(magnitude, slice);
+  for (unsigned p = 0; p < planes; ++p) {
+    const block_mask plane = byte_slicing::plane(slice[p / 8], static_cast<int>(p % 8));
+    std::memcpy(out + 5 + 4 * p, &plane, 4);
+  }
+  return bitshuffle_block_bytes(planes);
+#else
   alignas(64) std::uint32_t magnitude[block_values];
   std::uint32_t any = 0;
   for (std::size_t j = 0; j < block_values; ++j) {
@@ -105,20 +143,12 @@ ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOL
   if (planes == 0) return 1;
   const block_mask sign = lanes_with_bit(reinterpret_cast<const std::uint32_t*>(residuals), 31);
   std::memcpy(out + 1, &sign, 4);
-#if ZCOLL_HAS_AVX2
-  __m256i slice[4];
-  byte_slicing::byte_slices(magnitude, slice);
-  for (unsigned p = 0; p < planes; ++p) {
-    const block_mask plane = byte_slicing::plane(slice[p / 8], static_cast<int>(p % 8));
-    std::memcpy(out + 5 + 4 * p, &plane, 4);
-  }
-#else
   for (unsigned p = 0; p < planes; ++p) {
     const block_mask plane = lanes_with_bit(magnitude, p);
     std::memcpy(out + 5 + 4 * p, &plane, 4);
   }
-#endif
   return bitshuffle_block_bytes(planes);
+#endif
 }
 
 /// Decodes the block whose planes byte is `planes` (<= 32) from `in`, which holds the whole block.
@@ -135,11 +165,8 @@ ZCOLL_ALWAYS_INLINE void bitshuffle_decode_block(unsigned planes, const std::byt
 #if ZCOLL_HAS_AVX2
   __m256i slice[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
                       _mm256_setzero_si256()};
-  for (unsigned p = 0; p < planes; ++p) {
-    block_mask plane;
-    std::memcpy(&plane, in + 5 + 4 * p, 4);
-    const __m256i bit = _mm256_set1_epi8(static_cast<char>(1u << (p % 8)));
-    slice[p / 8] = _mm256_or_si256(slice[p / 8], _mm256_and_si256(byte_slicing::bytes_of_mask(plane), bit));
+  for (unsigned group = 0; group * 8 < planes; ++group) {
+    slice[group] = byte_slicing::slice_of_planes(in + 5 + 32 * group, std::min(8u, planes - 8 * group));
   }
   byte_slicing::lanes_from_byte_slices(slice, residuals);
 #else
