@@ -53,21 +53,25 @@ struct Lorenzo1D {
   /// Codes from residuals, in place: an inclusive prefix sum.
   ZCOLL_ALWAYS_INLINE static void inverse(state& s, std::uint32_t* values) {
 #if ZCOLL_HAS_AVX2
-    // Log-step scan in each 128-bit half, carry the low half's total into the high half, then the
-    // running total of the blocks before: 8 lanes in 7 operations instead of a chain of 8 dependent adds.
-    __m256i running = _mm256_set1_epi32(static_cast<int>(s.previous));
-    for (std::size_t k = 0; k < block_values; k += 8) {
-      auto* p = reinterpret_cast<__m256i*>(values + k);
-      __m256i v = _mm256_loadu_si256(p);
+    // Scan each 8 lanes on their own (log steps within each 128-bit half, then the low half's total
+    // into the high half), then add the running total. Only that last add is a chain from vector to
+    // vector and block to block: one add per 8 lanes, where carrying the total through each scan
+    // made the whole chunk one long dependency chain.
+    __m256i local[4], total[4];
+    for (std::size_t k = 0; k < 4; ++k) {
+      __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(values + 8 * k));
       v = _mm256_add_epi32(v, _mm256_slli_si256(v, 4));
       v = _mm256_add_epi32(v, _mm256_slli_si256(v, 8));
       const __m256i low_total = _mm256_shuffle_epi32(v, 0xFF);  // lane 3 (and 7) broadcast in each half
-      v = _mm256_add_epi32(v, _mm256_permute2x128_si256(low_total, low_total, 0x08));
-      v = _mm256_add_epi32(v, running);
-      _mm256_storeu_si256(p, v);
-      running = _mm256_permutevar8x32_epi32(v, _mm256_set1_epi32(7));
+      local[k] = _mm256_add_epi32(v, _mm256_permute2x128_si256(low_total, low_total, 0x08));
+      total[k] = _mm256_permutevar8x32_epi32(local[k], _mm256_set1_epi32(7));
     }
-    s.previous = values[block_values - 1];
+    __m256i running = _mm256_set1_epi32(static_cast<int>(s.previous));
+    for (std::size_t k = 0; k < 4; ++k) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + 8 * k), _mm256_add_epi32(local[k], running));
+      running = _mm256_add_epi32(running, total[k]);
+    }
+    s.previous = static_cast<std::uint32_t>(_mm256_cvtsi256_si32(running));
 #else
     std::uint32_t running = s.previous;
     for (std::size_t j = 0; j < block_values; ++j) {

@@ -156,20 +156,24 @@ ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOL
 /// overflowing a signed integer.
 ZCOLL_ALWAYS_INLINE void bitshuffle_decode_block(unsigned planes, const std::byte* ZCOLL_RESTRICT in,
                                                  std::uint32_t* ZCOLL_RESTRICT residuals) {
-  if (planes == 0) {
-    for (std::size_t j = 0; j < block_values; ++j) residuals[j] = 0;
-    return;
-  }
-  block_mask sign;
-  std::memcpy(&sign, in + 1, 4);
 #if ZCOLL_HAS_AVX2
-  __m256i slice[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
-                      _mm256_setzero_si256()};
-  for (unsigned group = 0; group * 8 < planes; ++group) {
-    slice[group] = byte_slicing::slice_of_planes(in + 5 + 32 * group, std::min(8u, planes - 8 * group));
+  // Branch-free for up to 16 planes: the bit width changes from block to block, and a mispredicted
+  // branch per block cost more than decoding a group of zero planes. Masked loads read nothing past
+  // the block, so a one-byte block at the end of the buffer is never overrun.
+  const int has_planes = planes > 0 ? -1 : 0;
+  const block_mask sign = static_cast<block_mask>(
+      _mm_cvtsi128_si32(_mm_maskload_epi32(reinterpret_cast<const int*>(in + 1), _mm_setr_epi32(has_planes, 0, 0, 0))));
+  __m256i slice[4] = {byte_slicing::slice_of_planes(in + 5, std::min(8u, planes)),
+                      byte_slicing::slice_of_planes(in + 37, planes > 8 ? std::min(8u, planes - 8) : 0u),
+                      _mm256_setzero_si256(), _mm256_setzero_si256()};
+  if (planes > 16) {
+    slice[2] = byte_slicing::slice_of_planes(in + 69, std::min(8u, planes - 16));
+    if (planes > 24) slice[3] = byte_slicing::slice_of_planes(in + 101, planes - 24);
   }
   byte_slicing::lanes_from_byte_slices(slice, residuals);
 #else
+  block_mask sign = 0;
+  if (planes > 0) std::memcpy(&sign, in + 1, 4);
   for (std::size_t j = 0; j < block_values; ++j) residuals[j] = 0;
   for (unsigned p = 0; p < planes; ++p) {
     block_mask plane;

@@ -1,0 +1,416 @@
+// zcoll-bench: measures codecs side by side with a memcpy reference, on real or synthetic data.
+//
+//   zcoll-bench codec --input FILE --dims 132,73,144 --type f32 --codec fzlight,identity --rel 1e-2,1e-3
+//   zcoll-bench codec --synthetic smooth --count 4000000 --codec all --abs 0.01 --csv out.csv
+//
+// Timings are medians of --repeat runs after one warm-up, timing only the codec call into buffers
+// allocated beforehand. Absolute CPU timings drift on a shared machine; the ratios to the memcpy row,
+// measured in the same run, hold.
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <numbers>
+#include <optional>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zcoll/zcoll.hpp"
+
+namespace {
+
+struct options {
+  std::string input;
+  std::string synthetic;
+  std::vector<std::size_t> dims;
+  std::string type = "f32";
+  std::size_t count = 1 << 22;
+  std::vector<std::string> codecs = {"fzlight"};
+  std::vector<zcoll::bound> bounds;
+  unsigned threads = 1;
+  unsigned repeat = 5;
+  std::uint32_t chunk_values = zcoll::codec_config{}.chunk_values;
+  std::optional<double> fill_value;
+  std::string csv;
+  std::string json;
+  std::string decompressed_out;
+};
+
+struct row {
+  std::string codec;
+  std::string bound;
+  double ratio = 1.0;
+  double compress_gb_per_s = 0.0;
+  double decompress_gb_per_s = 0.0;
+  double compress_vs_memcpy = 1.0;
+  double decompress_vs_memcpy = 1.0;
+  double error_bound = 0.0;
+  double max_abs_error = 0.0;
+  bool bound_held = true;
+  double psnr_db = std::numeric_limits<double>::infinity();
+  double nrmse = 0.0;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  throw std::invalid_argument(message + "\n(run 'zcoll-bench --help' for the options)");
+}
+
+std::vector<std::string> split(std::string_view text, char separator) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(separator, start), text.size());
+    if (end > start) parts.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+double parse_number(const std::string& text, const char* option) {
+  try {
+    std::size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return value;
+  } catch (const std::exception&) {
+    usage_error(fmt::format("{}: '{}' is not a number", option, text));
+  }
+}
+
+const char* const help_text = R"(zcoll-bench codec: ratio, speed and error of zcoll codecs, beside a memcpy of the same buffer.
+
+input (one of):
+  --input FILE          raw little-endian values, C order
+  --dims D0,D1,...      the file's shape, slowest first (checked against its size)
+  --type f32|f64        value type of the file (default f32)
+  --synthetic NAME      smooth | random | constant | spiky | fill   (with --count N, default 4194304)
+codecs and bounds:
+  --codec A,B,...       codec names, 'all', or 'list' to print them (default fzlight)
+  --abs E1,E2,...       absolute error bounds
+  --rel R1,R2,...       bounds relative to the value range (default 1e-3 if no bound is given)
+  --fill VALUE          declare a fill value (stored exactly, left out of the range)
+  --chunk N             values per chunk (multiple of 32, default 4096)
+run:
+  --threads N           host threads for compress and decompress (default 1)
+  --repeat N            timed repetitions; the median is reported (default 5)
+output:
+  --csv FILE, --json FILE     the table for tools
+  --decompressed-out FILE     the reconstruction (raw, same type); needs exactly one codec and one bound
+)";
+
+options parse(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+    std::fputs(help_text, stdout);
+    std::exit(argc < 2 ? 2 : 0);
+  }
+  if (std::string_view(argv[1]) != "codec") {
+    usage_error(fmt::format("unknown command '{}': this version has 'codec' (the collective and model "
+                            "benchmarks are not built yet)",
+                            argv[1]));
+  }
+  options o;
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(help_text, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) usage_error(fmt::format("{} needs a value", flag));
+    const std::string value = argv[++i];
+    if (flag == "--input") {
+      o.input = value;
+    } else if (flag == "--dims") {
+      for (const auto& d : split(value, ',')) o.dims.push_back(static_cast<std::size_t>(parse_number(d, "--dims")));
+    } else if (flag == "--type") {
+      if (value != "f32" && value != "f64") usage_error(fmt::format("--type: '{}' is neither f32 nor f64", value));
+      o.type = value;
+    } else if (flag == "--synthetic") {
+      o.synthetic = value;
+    } else if (flag == "--count") {
+      o.count = static_cast<std::size_t>(parse_number(value, "--count"));
+    } else if (flag == "--codec") {
+      o.codecs = split(value, ',');
+    } else if (flag == "--abs") {
+      for (const auto& b : split(value, ',')) o.bounds.push_back(zcoll::absolute(parse_number(b, "--abs")));
+    } else if (flag == "--rel") {
+      for (const auto& b : split(value, ',')) o.bounds.push_back(zcoll::relative(parse_number(b, "--rel")));
+    } else if (flag == "--fill") {
+      o.fill_value = parse_number(value, "--fill");
+    } else if (flag == "--chunk") {
+      o.chunk_values = static_cast<std::uint32_t>(parse_number(value, "--chunk"));
+    } else if (flag == "--threads") {
+      o.threads = static_cast<unsigned>(parse_number(value, "--threads"));
+    } else if (flag == "--repeat") {
+      o.repeat = static_cast<unsigned>(parse_number(value, "--repeat"));
+    } else if (flag == "--csv") {
+      o.csv = value;
+    } else if (flag == "--json") {
+      o.json = value;
+    } else if (flag == "--decompressed-out") {
+      o.decompressed_out = value;
+    } else {
+      usage_error(fmt::format("unknown option '{}'", flag));
+    }
+  }
+  if (o.bounds.empty()) o.bounds.push_back(zcoll::relative(1e-3));
+  if (o.repeat == 0) usage_error("--repeat must be at least 1");
+  if (o.threads == 0) usage_error("--threads must be at least 1");
+  if (o.input.empty() == o.synthetic.empty() && o.codecs != std::vector<std::string>{"list"}) {
+    usage_error("give exactly one of --input FILE and --synthetic NAME");
+  }
+  return o;
+}
+
+template <class T>
+std::vector<T> read_values(const options& o) {
+  std::ifstream file(o.input, std::ios::binary | std::ios::ate);
+  if (!file) usage_error(fmt::format("--input: cannot open '{}'", o.input));
+  const auto size_bytes = static_cast<std::size_t>(file.tellg());
+  if (size_bytes % sizeof(T) != 0) {
+    usage_error(fmt::format("--input: '{}' has {} bytes, not a whole number of {} values", o.input, size_bytes, o.type));
+  }
+  std::vector<T> values(size_bytes / sizeof(T));
+  file.seekg(0);
+  file.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(size_bytes));
+  if (!o.dims.empty()) {
+    std::size_t product = 1;
+    for (auto d : o.dims) product *= d;
+    if (product != values.size()) {
+      usage_error(fmt::format("--dims: the shape holds {} values, '{}' holds {}", product, o.input, values.size()));
+    }
+  }
+  return values;
+}
+
+template <class T>
+std::vector<T> synthetic_values(const options& o) {
+  std::vector<T> values(o.count);
+  std::mt19937_64 random(42);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  const double n = static_cast<double>(o.count);
+  for (std::size_t i = 0; i < o.count; ++i) {
+    const double t = static_cast<double>(i) / n;
+    double v = 0.0;
+    if (o.synthetic == "smooth") {
+      v = std::sin(2 * std::numbers::pi * 7 * t) + 0.3 * std::sin(2 * std::numbers::pi * 131 * t) + 0.01 * uniform(random);
+    } else if (o.synthetic == "random") {
+      v = uniform(random);
+    } else if (o.synthetic == "constant") {
+      v = 3.25;
+    } else if (o.synthetic == "spiky") {
+      v = std::sin(2 * std::numbers::pi * 7 * t) + (random() % 97 == 0 ? 1e6 * uniform(random) : 0.0);
+    } else if (o.synthetic == "fill") {
+      v = (i / 1000) % 2 == 0 ? -1e10 : std::sin(2 * std::numbers::pi * 7 * t);
+    } else {
+      usage_error(fmt::format("--synthetic: unknown data set '{}' (smooth, random, constant, spiky, fill)", o.synthetic));
+    }
+    values[i] = static_cast<T>(v);
+  }
+  return values;
+}
+
+double median(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  const std::size_t n = samples.size();
+  return n % 2 == 1 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+}
+
+/// Median seconds of `repeat` runs of fn, after one warm-up run.
+template <class Fn>
+double median_seconds(unsigned repeat, Fn&& fn) {
+  fn();
+  std::vector<double> samples;
+  for (unsigned r = 0; r < repeat; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return median(samples);
+}
+
+/// One codec at one bound: timings, ratio and error on `values`.
+template <class Codec, class T>
+row measure(const options& o, const std::vector<T>& values, const zcoll::bound& bound, double memcpy_gb_per_s,
+            std::vector<T>& restored) {
+  const Codec codec({.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value});
+  const zcoll::exec::Host exec{.threads = o.threads};
+  std::vector<std::byte> stream(codec.template max_compressed_size<T>(values.size()));
+  std::span<std::byte> written;
+  const double compress_s = median_seconds(o.repeat, [&] { written = codec.compress(exec, values, std::span(stream)); });
+  restored.assign(values.size(), T(0));
+  const double decompress_s = median_seconds(o.repeat, [&] { codec.decompress(exec, written, restored); });
+
+  const auto header = zcoll::read_stream_header(written);
+  std::optional<zcoll::bits_of<T>> fill;
+  if (header.has_fill_value) fill = static_cast<zcoll::bits_of<T>>(header.fill_bits);
+  const auto error = zcoll::measure_error<T>(values, restored, header.error_bound, fill);
+  const double gb = static_cast<double>(values.size() * sizeof(T)) / 1e9;
+  row r;
+  r.codec = Codec::name();
+  r.bound = zcoll::to_string(bound);
+  r.ratio = static_cast<double>(values.size() * sizeof(T)) / static_cast<double>(written.size());
+  r.compress_gb_per_s = gb / compress_s;
+  r.decompress_gb_per_s = gb / decompress_s;
+  r.compress_vs_memcpy = r.compress_gb_per_s / memcpy_gb_per_s;
+  r.decompress_vs_memcpy = r.decompress_gb_per_s / memcpy_gb_per_s;
+  r.error_bound = header.error_bound;
+  r.max_abs_error = error.max_abs_error;
+  r.bound_held = error.bound_held();
+  r.psnr_db = error.psnr_db;
+  r.nrmse = error.nrmse;
+  return r;
+}
+
+using LinearBitShuffle = zcoll::Pipeline<zcoll::quantize::Linear, zcoll::predict::None, zcoll::encode::BitShuffle>;
+using LorenzoRaw = zcoll::Pipeline<zcoll::quantize::Linear, zcoll::predict::Lorenzo1D, zcoll::encode::Raw>;
+
+/// The codecs by their command-line names, in the order 'all' runs them.
+template <class T>
+using measure_fn = row (*)(const options&, const std::vector<T>&, const zcoll::bound&, double, std::vector<T>&);
+
+template <class T>
+const std::vector<std::pair<std::string, measure_fn<T>>>& codec_table() {
+  static const std::vector<std::pair<std::string, measure_fn<T>>> table = {
+      {"fzlight", &measure<zcoll::FZLight, T>},
+      {"identity", &measure<zcoll::Identity, T>},
+      {"linear-bitshuffle", &measure<LinearBitShuffle, T>},
+      {"lorenzo-raw", &measure<LorenzoRaw, T>},
+  };
+  return table;
+}
+
+std::string number(double v, const char* format = "{:.4g}") {
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format(fmt::runtime(format), v);
+}
+
+void print_table(const std::string& title, const std::vector<row>& rows) {
+  fmt::print("{}\n", title);
+  fmt::print("{:<28} {:>12} {:>8} {:>9} {:>9} {:>7} {:>7} {:>11} {:>11} {:>5} {:>8} {:>10}\n", "codec", "bound",
+             "ratio", "comp GB/s", "dec GB/s", "c/mcpy", "d/mcpy", "abs bound", "max error", "held", "PSNR dB",
+             "NRMSE");
+  for (const auto& r : rows) {
+    fmt::print("{:<28} {:>12} {:>8.3f} {:>9.3f} {:>9.3f} {:>7.3f} {:>7.3f} {:>11} {:>11} {:>5} {:>8} {:>10}\n",
+               r.codec, r.bound, r.ratio, r.compress_gb_per_s, r.decompress_gb_per_s, r.compress_vs_memcpy,
+               r.decompress_vs_memcpy, number(r.error_bound), number(r.max_abs_error), r.bound_held ? "yes" : "NO",
+               number(r.psnr_db, "{:.2f}"), number(r.nrmse, "{:.3e}"));
+  }
+}
+
+void write_csv(const std::string& path, const std::string& data, const std::vector<row>& rows) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw std::runtime_error(fmt::format("--csv: cannot write '{}'", path));
+  fmt::print(f, "data,codec,bound,ratio,compress_gb_per_s,decompress_gb_per_s,compress_vs_memcpy,"
+                "decompress_vs_memcpy,abs_error_bound,max_abs_error,bound_held,psnr_db,nrmse\n");
+  for (const auto& r : rows) {
+    fmt::print(f, "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.9g},{:.9g},{},{:.6g},{:.6g}\n", data, r.codec,
+               r.bound, r.ratio, r.compress_gb_per_s, r.decompress_gb_per_s, r.compress_vs_memcpy,
+               r.decompress_vs_memcpy, r.error_bound, r.max_abs_error, r.bound_held ? "yes" : "no", r.psnr_db, r.nrmse);
+  }
+  std::fclose(f);
+}
+
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"; }
+
+void write_json(const std::string& path, const std::string& data, const options& o, const std::vector<row>& rows) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) throw std::runtime_error(fmt::format("--json: cannot write '{}'", path));
+  fmt::print(f, "{{\n  \"data\": \"{}\",\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"rows\": [\n",
+             data, o.threads, o.repeat, o.chunk_values);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    fmt::print(f,
+               "    {{\"codec\": \"{}\", \"bound\": \"{}\", \"ratio\": {}, \"compress_gb_per_s\": {}, "
+               "\"decompress_gb_per_s\": {}, \"compress_vs_memcpy\": {}, \"decompress_vs_memcpy\": {}, "
+               "\"abs_error_bound\": {}, \"max_abs_error\": {}, \"bound_held\": {}, \"psnr_db\": {}, \"nrmse\": {}}}{}\n",
+               r.codec, r.bound, json_number(r.ratio), json_number(r.compress_gb_per_s),
+               json_number(r.decompress_gb_per_s), json_number(r.compress_vs_memcpy),
+               json_number(r.decompress_vs_memcpy), json_number(r.error_bound), json_number(r.max_abs_error),
+               r.bound_held ? "true" : "false", json_number(r.psnr_db), json_number(r.nrmse),
+               i + 1 < rows.size() ? "," : "");
+  }
+  fmt::print(f, "  ]\n}}\n");
+  std::fclose(f);
+}
+
+template <class T>
+int run(const options& o) {
+  const auto& table = codec_table<T>();
+  std::vector<std::string> names = o.codecs;
+  if (names == std::vector<std::string>{"all"}) {
+    names.clear();
+    for (const auto& entry : table) names.push_back(entry.first);
+  }
+  if (!o.decompressed_out.empty() && (names.size() != 1 || o.bounds.size() != 1)) {
+    usage_error("--decompressed-out needs exactly one codec and one bound");
+  }
+  const std::vector<T> values = o.input.empty() ? synthetic_values<T>(o) : read_values<T>(o);
+  const std::string data = o.input.empty() ? "synthetic:" + o.synthetic : o.input;
+
+  // The reference row: memcpy of the same buffer, in the same run.
+  std::vector<T> copy(values.size());
+  const double memcpy_s =
+      median_seconds(o.repeat, [&] { std::memcpy(copy.data(), values.data(), values.size() * sizeof(T)); });
+  const double memcpy_gb_per_s = static_cast<double>(values.size() * sizeof(T)) / 1e9 / memcpy_s;
+  std::vector<row> rows;
+  row reference;
+  reference.codec = "memcpy (reference)";
+  reference.bound = "-";
+  reference.compress_gb_per_s = reference.decompress_gb_per_s = memcpy_gb_per_s;
+  rows.push_back(reference);
+
+  std::vector<T> restored;
+  for (const auto& name : names) {
+    const auto entry = std::find_if(table.begin(), table.end(), [&](const auto& e) { return e.first == name; });
+    if (entry == table.end()) usage_error(fmt::format("--codec: unknown codec '{}' (try --codec list)", name));
+    for (const auto& bound : o.bounds) {
+      rows.push_back(entry->second(o, values, bound, memcpy_gb_per_s, restored));
+      std::fflush(stdout);
+    }
+  }
+  const std::string title =
+      fmt::format("zcoll-bench codec: {} ({} {} values, {:.2f} MB), {} thread(s), median of {}, chunk {}", data,
+                  values.size(), o.type, static_cast<double>(values.size() * sizeof(T)) / 1e6, o.threads, o.repeat,
+                  o.chunk_values);
+  print_table(title, rows);
+  if (!o.csv.empty()) write_csv(o.csv, data, rows);
+  if (!o.json.empty()) write_json(o.json, data, o, rows);
+  if (!o.decompressed_out.empty()) {
+    std::ofstream out(o.decompressed_out, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(restored.data()), static_cast<std::streamsize>(restored.size() * sizeof(T)));
+    if (!out) throw std::runtime_error(fmt::format("--decompressed-out: cannot write '{}'", o.decompressed_out));
+  }
+  const bool all_held = std::all_of(rows.begin(), rows.end(), [](const row& r) { return r.bound_held; });
+  return all_held ? 0 : 3;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const options o = parse(argc, argv);
+    if (o.codecs == std::vector<std::string>{"list"}) {
+      for (const auto& [name, fn] : codec_table<float>()) fmt::print("{}\n", name);
+      return 0;
+    }
+    return o.type == "f64" ? run<double>(o) : run<float>(o);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "zcoll-bench: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "zcoll-bench: {}\n", e.what());
+    return 1;
+  }
+}
