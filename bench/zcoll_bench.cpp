@@ -281,12 +281,24 @@ template <class T>
 using measure_fn = row (*)(const options&, const std::vector<T>&, const zcoll::bound&, double, std::vector<T>&);
 
 template <class T>
-const std::vector<std::pair<std::string, measure_fn<T>>>& codec_table() {
-  static const std::vector<std::pair<std::string, measure_fn<T>>> table = {
-      {"fzlight", &measure<zcoll::FZLight, T>},
-      {"identity", &measure<zcoll::Identity, T>},
-      {"linear-bitshuffle", &measure<LinearBitShuffle, T>},
-      {"lorenzo-raw", &measure<LorenzoRaw, T>},
+struct codec_entry {
+  measure_fn<T> measure;
+  bool uses_error_bound;
+  std::string pipeline;
+};
+
+template <class Codec, class T>
+codec_entry<T> entry_of() {
+  return {&measure<Codec, T>, Codec::quantizer_type::uses_error_bound, Codec::name()};
+}
+
+template <class T>
+const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
+  static const std::vector<std::pair<std::string, codec_entry<T>>> table = {
+      {"fzlight", entry_of<zcoll::FZLight, T>()},
+      {"identity", entry_of<zcoll::Identity, T>()},
+      {"linear-bitshuffle", entry_of<LinearBitShuffle, T>()},
+      {"lorenzo-raw", entry_of<LorenzoRaw, T>()},
   };
   return table;
 }
@@ -367,7 +379,7 @@ int run(const options& o) {
   std::vector<row> rows;
   row reference;
   reference.codec = "memcpy (reference)";
-  reference.bound = "-";
+  reference.bound.assign(1, '-');
   reference.compress_gb_per_s = reference.decompress_gb_per_s = memcpy_gb_per_s;
   rows.push_back(reference);
 
@@ -376,8 +388,11 @@ int run(const options& o) {
     const auto entry = std::find_if(table.begin(), table.end(), [&](const auto& e) { return e.first == name; });
     if (entry == table.end()) usage_error(fmt::format("--codec: unknown codec '{}' (try --codec list)", name));
     for (const auto& bound : o.bounds) {
-      rows.push_back(entry->second(o, values, bound, memcpy_gb_per_s, restored));
-      std::fflush(stdout);
+      rows.push_back(entry->second.measure(o, values, bound, memcpy_gb_per_s, restored));
+      if (!entry->second.uses_error_bound) {
+        rows.back().bound.assign(1, '-');  // lossless: one row, whatever the bounds
+        break;
+      }
     }
   }
   const std::string title =
@@ -402,7 +417,7 @@ int main(int argc, char** argv) {
   try {
     const options o = parse(argc, argv);
     if (o.codecs == std::vector<std::string>{"list"}) {
-      for (const auto& [name, fn] : codec_table<float>()) fmt::print("{}\n", name);
+      for (const auto& [name, entry] : codec_table<float>()) fmt::print("{:<20} {}\n", name, entry.pipeline);
       return 0;
     }
     return o.type == "f64" ? run<double>(o) : run<float>(o);

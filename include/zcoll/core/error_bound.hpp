@@ -2,6 +2,7 @@
 /// The error bound as a value: zcoll::absolute(0.01) or zcoll::relative(1e-4) (relative to the value range).
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "zcoll/core/error.hpp"
@@ -48,8 +49,11 @@ inline double absolute_bound(const bound& b, double value_range) {
   return eb > 0.0 ? std::nextafter(eb, 0.0) : 0.0;
 }
 
+/// "abs 0.01", "rel 1e-04".
 inline std::string to_string(const bound& b) {
-  return (b.mode == bound_mode::absolute ? "abs " : "rel ") + std::to_string(b.value);
+  char text[32];
+  std::snprintf(text, sizeof text, "%s %g", b.mode == bound_mode::absolute ? "abs" : "rel", b.value);
+  return text;
 }
 
 }  // namespace zcoll
