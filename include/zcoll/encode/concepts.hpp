@@ -8,8 +8,10 @@
 
 namespace zcoll::encode {
 
-/// An encoder packs blocks of 32 residuals into bytes and back. decode_block validates what it reads
-/// and raises format_error on a malformed block.
+/// An encoder packs blocks of 32 residuals into bytes and back. encode_block is given room for
+/// max_block_bytes and returns the size of the block; it may use the room past that size as scratch
+/// (the next block overwrites it). decode_block validates what it reads, raises format_error on a
+/// malformed block, and reads nothing past the block.
 template <class E>
 concept encoder = requires(const std::int32_t* residuals, std::byte* out, std::span<const std::byte> in,
                            std::uint32_t* decoded) {
