@@ -137,15 +137,21 @@ ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOL
   any4 = _mm_or_si128(any4, _mm_shuffle_epi32(any4, 0xB1));
   const auto all_bits = static_cast<std::uint32_t>(_mm_cvtsi128_si32(any4));
   const unsigned planes = 32 - static_cast<unsigned>(std::countl_zero(all_bits));
-  // Branch-free up to 8 planes: sign and a whole group of 8 planes are always stored (the caller
-  // guarantees room for a full block), and the size says how much of it counts. The bit width
-  // changes from block to block, so a branch on it mispredicts often.
+  // No branch on the bit width within 0..8 planes (it changes from block to block, so such a branch
+  // mispredicts often): the sign and a whole group of 8 planes are always stored (the caller gives
+  // room for a full block), and the returned size says how much of it counts.
   out[0] = static_cast<std::byte>(planes);
   std::memcpy(out + 1, &sign, 4);
+  if (planes <= 8) {
+    // Every magnitude fits a byte: two saturating packs and a dword permutation give slice 0.
+    const __m256i words = _mm256_packus_epi16(_mm256_packus_epi32(magnitude[0], magnitude[1]),
+                                              _mm256_packus_epi32(magnitude[2], magnitude[3]));
+    byte_slicing::store_planes(byte_slicing::to_lane_order(words), out + 5);
+    return bitshuffle_block_bytes(planes);
+  }
   __m256i slice[4];
   byte_slicing::byte_slices(magnitude, slice);
-  byte_slicing::store_planes(slice[0], out + 5);
-  for (unsigned group = 1; group * 8 < planes; ++group) byte_slicing::store_planes(slice[group], out + 5 + 32 * group);
+  for (unsigned group = 0; group * 8 < planes; ++group) byte_slicing::store_planes(slice[group], out + 5 + 32 * group);
   return bitshuffle_block_bytes(planes);
 #else
   alignas(64) std::uint32_t magnitude[block_values];
