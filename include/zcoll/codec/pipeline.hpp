@@ -149,9 +149,15 @@ class Pipeline {
   /// Convenience: a new vector of the stream's values, one thread.
   template <floating_value T>
   std::vector<T> decompress(std::span<const std::byte> in) const {
-    const stream_header header = read_stream_header(in);
-    check_header<T>(header);
-    std::vector<T> values(checked_count(header));
+    const stream_layout layout = read_stream_layout(in);
+    check_header<T>(layout.header);
+    // Validate before allocating: a header may claim any count, but every chunk spends at least one
+    // byte per block of 32 values (its blocks) plus its kind byte.
+    if (layout.header.count / block_values > in.size()) {
+      throw format_error("value count " + std::to_string(layout.header.count) + " is more than a stream of " +
+                         std::to_string(in.size()) + " bytes can hold");
+    }
+    std::vector<T> values(checked_count(layout.header));
     decompress_values(exec::Host{}, in, std::span<T>(values));
     return values;
   }
@@ -272,7 +278,8 @@ class Pipeline {
     const std::size_t verbatim_bytes = 1 + values.size_bytes();
     if (!quantizer.usable()) return write_verbatim(values, out);
 
-    std::byte* const limit = out + verbatim_bytes;
+    // The coded form is kept only when it is smaller than the verbatim one.
+    std::byte* const limit = out + verbatim_bytes - 1;
     std::byte* cursor = out + 1;
     const std::size_t blocks = (values.size() + block_values - 1) / block_values;
     detail::block_exceptions exceptions[detail::max_blocks_per_chunk];
@@ -301,8 +308,15 @@ class Pipeline {
       previous_code = codes[block_values - 1];
       P::forward(state, codes, residuals);
       for (std::size_t j = lanes; j < block_values; ++j) residuals[j] = 0;
-      if (static_cast<std::size_t>(limit - cursor) < E::max_block_bytes) return write_verbatim(values, out);
-      cursor += E::encode_block(residuals, cursor);
+      if (static_cast<std::size_t>(limit - cursor) >= E::max_block_bytes) {
+        cursor += E::encode_block(residuals, cursor);
+      } else {  // near the end of the room: encode aside, keep it only if it still fits
+        std::byte aside[E::max_block_bytes];
+        const std::size_t size = E::encode_block(residuals, aside);
+        if (size > static_cast<std::size_t>(limit - cursor)) return write_verbatim(values, out);
+        std::memcpy(cursor, aside, size);
+        cursor += size;
+      }
     }
 
     if (exception_count == 0) {

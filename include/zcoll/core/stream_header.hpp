@@ -54,7 +54,7 @@ struct stream_header {
 
 /// Chunks needed for `count` values of `chunk_values` each.
 constexpr std::uint64_t chunk_count_for(std::uint64_t count, std::uint32_t chunk_values) {
-  return (count + chunk_values - 1) / chunk_values;
+  return count / chunk_values + (count % chunk_values != 0);  // no wrap-around near 2^64
 }
 
 /// Bytes of header plus chunk size index.

@@ -23,8 +23,18 @@ struct value_extent {
   T highest = -std::numeric_limits<T>::infinity();
 
   bool empty() const { return lowest > highest; }
-  /// highest - lowest in double (exact for f32 data), 0 when empty.
-  double range() const { return empty() ? 0.0 : static_cast<double>(highest) - static_cast<double>(lowest); }
+  /// highest - lowest in double, rounded toward zero so that a bound derived from it never exceeds
+  /// fraction * (max - min) (exact for f32 data; for f64 the rounding error is recovered by TwoSum).
+  /// 0 when empty.
+  double range() const {
+    if (empty()) return 0.0;
+    const double hi = highest, lo = -static_cast<double>(lowest);
+    const double r = hi + lo;
+    if (std::isinf(r)) return std::numeric_limits<double>::max();  // f64 extremes: toward zero, as below
+    const double b = r - hi;
+    const double error = (hi - (r - b)) + (lo - b);  // hi - lowest = r + error exactly
+    return error < 0.0 ? std::nextafter(r, 0.0) : r;
+  }
 };
 
 /// Signed integer whose order is the order of the floating-point values (for non-NaN values): negative

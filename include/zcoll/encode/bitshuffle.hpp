@@ -18,7 +18,8 @@ struct BitShuffle {
   static constexpr const char* name = "bitshuffle";
   static constexpr std::size_t max_block_bytes = detail::bitshuffle_max_block_bytes;
 
-  /// Writes 32 residuals at `out` (room for max_block_bytes); returns the bytes written.
+  /// Writes 32 residuals at `out` (room for max_block_bytes); returns the block's size. Bytes of that
+  /// room past the size may be overwritten as scratch.
   ZCOLL_ALWAYS_INLINE static std::size_t encode_block(const std::int32_t* residuals, std::byte* out) {
     return detail::bitshuffle_encode_block(residuals, out);
   }
