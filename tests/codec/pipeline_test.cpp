@@ -268,7 +268,7 @@ TEMPLATE_TEST_CASE("Declared fill values survive bit-exactly and leave the relat
 // encoder gives up as soon as less than E::max_block_bytes (133) of the verbatim size remains, so f32 chunks
 // of 32 values (129 bytes verbatim) and short last chunks are verbatim however well they would code.
 TEST_CASE("A chunk whose coded form is smaller than its values is coded, not stored verbatim",
-          "[codec][pipeline][bug]") {
+          "[codec][pipeline]") {
   SECTION("chunks of 32 f32 values") {
     const std::vector<float> zeros(4096, 0.0f);
     const zcoll::FZLight codec{{.error_bound = zcoll::absolute(1e-3), .chunk_values = 32}};
@@ -289,7 +289,7 @@ TEST_CASE("A chunk whose coded form is smaller than its values is coded, not sto
 // being |x - x'| <= fraction * (max - min). For f64 data value_extent::range() rounds max - min to nearest
 // first, so when that subtraction rounds up the stated bound can exceed fraction * (max - min).
 TEST_CASE("A relative bound on f64 data is at most fraction * (max - min) in exact arithmetic",
-          "[codec][pipeline][bug]") {
+          "[codec][pipeline]") {
   __extension__ typedef __float128 quad;  // 113-bit significand: max - min is exact in it here
   std::mt19937_64 rng(seed + 11);
   std::uniform_real_distribution<double> mantissa(1.0, 2.0);

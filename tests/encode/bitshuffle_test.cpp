@@ -1,0 +1,215 @@
+// Also compiled into the ISA variant executables (tests/CMakeLists.txt): the block format must not depend
+// on which lanes.hpp path packs it.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "support/guarded_buffer.hpp"
+#include "support/test_support.hpp"
+#include "zcoll/encode/bitshuffle.hpp"
+
+namespace {
+
+using residual_block = std::array<std::int32_t, zcoll::block_values>;
+using BitShuffle = zcoll::encode::BitShuffle;
+constexpr std::int32_t int_min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int32_t int_max = std::numeric_limits<std::int32_t>::max();
+
+std::uint32_t magnitude(std::int32_t r) {
+  return r < 0 ? static_cast<std::uint32_t>(-(static_cast<std::int64_t>(r))) : static_cast<std::uint32_t>(r);
+}
+
+/// Bit planes the documented format needs: the bit width of the largest magnitude.
+unsigned expected_planes(const residual_block& r) {
+  unsigned planes = 0;
+  for (auto x : r) planes = std::max(planes, static_cast<unsigned>(std::bit_width(magnitude(x))));
+  return planes;
+}
+
+/// Residual blocks of many shapes: small, wide, extreme, all zero, single non-zero lanes.
+residual_block random_residuals(std::mt19937_64& rng) {
+  residual_block r{};
+  const auto style = rng() % 7;
+  const unsigned width = static_cast<unsigned>(rng() % 33);
+  for (auto& x : r) {
+    switch (style) {
+      case 0: x = 0; break;
+      case 1: x = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng())); break;
+      case 2: x = rng() % 2 ? int_min : int_max; break;
+      case 3: x = rng() % 4 == 0 ? static_cast<std::int32_t>(rng() % 3) - 1 : 0; break;
+      case 4: {
+        const std::int64_t limit = width == 0 ? 0 : (std::int64_t{1} << (width - 1)) - 1;
+        x = static_cast<std::int32_t>(limit == 0 ? 0 : static_cast<std::int64_t>(rng() % (2 * limit + 1)) - limit);
+        break;
+      }
+      case 5: x = static_cast<std::int32_t>(rng() % 2001) - 1000; break;
+      default: x = 0; break;
+    }
+  }
+  if (style == 6) r[rng() % 32] = rng() % 2 ? int_min : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("BitShuffle round-trips residual blocks and writes the documented layout", "[encode][bitshuffle]") {
+  std::mt19937_64 rng(zcoll_test::seed);
+  std::vector<residual_block> blocks;
+  blocks.push_back({});  // all zero
+  residual_block extremes{};
+  for (std::size_t j = 0; j < 32; ++j) extremes[j] = j % 3 == 0 ? int_min : j % 3 == 1 ? int_max : -1;
+  blocks.push_back(extremes);
+  residual_block only_min{};
+  only_min[31] = int_min;
+  blocks.push_back(only_min);
+  for (int i = 0; i < 5000; ++i) blocks.push_back(random_residuals(rng));
+
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const auto& r = blocks[i];
+    INFO("block " << i);
+    std::array<std::byte, BitShuffle::max_block_bytes + 16> out;
+    out.fill(std::byte{0xCD});
+    const std::size_t size = BitShuffle::encode_block(r.data(), out.data());
+    const unsigned planes = expected_planes(r);
+    REQUIRE(size == (planes == 0 ? 1 : 5 + 4 * std::size_t{planes}));
+    REQUIRE(size <= BitShuffle::max_block_bytes);
+    // The encoder may use its whole room (max_block_bytes) as scratch, never more.
+    for (std::size_t k = BitShuffle::max_block_bytes; k < out.size(); ++k) REQUIRE(out[k] == std::byte{0xCD});
+
+    // The layout of encode/detail/bitshuffle_block.hpp: L, sign mask, planes least significant first.
+    REQUIRE(std::to_integer<unsigned>(out[0]) == planes);
+    if (planes > 0) {
+      zcoll::block_mask sign;
+      std::memcpy(&sign, out.data() + 1, 4);
+      for (unsigned j = 0; j < 32; ++j) REQUIRE(((sign >> j) & 1u) == (r[j] < 0 ? 1u : 0u));
+      for (unsigned p = 0; p < planes; ++p) {
+        zcoll::block_mask plane;
+        std::memcpy(&plane, out.data() + 5 + 4 * p, 4);
+        for (unsigned j = 0; j < 32; ++j) REQUIRE(((plane >> j) & 1u) == ((magnitude(r[j]) >> p) & 1u));
+      }
+    }
+
+    std::array<std::uint32_t, 32> decoded;
+    decoded.fill(0x1234'5678u);  // decode must overwrite every lane
+    const std::size_t consumed = BitShuffle::decode_block(std::span<const std::byte>(out.data(), out.size()), decoded.data());
+    REQUIRE(consumed == size);
+    for (std::size_t j = 0; j < 32; ++j) REQUIRE(static_cast<std::int32_t>(decoded[j]) == r[j]);
+  }
+}
+
+TEST_CASE("BitShuffle all-zero block costs one byte", "[encode][bitshuffle]") {
+  const residual_block zeros{};
+  std::array<std::byte, BitShuffle::max_block_bytes> out{};
+  REQUIRE(BitShuffle::encode_block(zeros.data(), out.data()) == 1);
+  CHECK(out[0] == std::byte{0});
+  std::array<std::uint32_t, 32> decoded;
+  decoded.fill(~0u);
+  CHECK(BitShuffle::decode_block(std::span<const std::byte>(out.data(), 1), decoded.data()) == 1);
+  for (auto d : decoded) CHECK(d == 0u);
+}
+
+TEST_CASE("BitShuffle decode rejects truncated blocks and too many planes", "[encode][bitshuffle]") {
+  std::mt19937_64 rng(zcoll_test::seed + 1);
+  std::array<std::uint32_t, 32> decoded{};
+  SECTION("every truncation of blocks of every width") {
+    for (unsigned width = 1; width <= 32; ++width) {
+      residual_block r{};
+      r[rng() % 32] = width == 32 ? int_min : static_cast<std::int32_t>((std::uint32_t{1} << (width - 1)));
+      std::array<std::byte, BitShuffle::max_block_bytes> out{};
+      const std::size_t size = BitShuffle::encode_block(r.data(), out.data());
+      REQUIRE(size == 5 + 4 * std::size_t{width});
+      for (std::size_t n = 0; n < size; ++n) {
+        INFO("width " << width << ", truncated to " << n << " of " << size << " bytes");
+        CHECK_THROWS_AS(BitShuffle::decode_block(std::span<const std::byte>(out.data(), n), decoded.data()),
+                        zcoll::format_error);
+      }
+    }
+  }
+  SECTION("an empty input") {
+    CHECK_THROWS_AS(BitShuffle::decode_block({}, decoded.data()), zcoll::format_error);
+  }
+  SECTION("a planes byte above 32") {
+    std::vector<std::byte> in(BitShuffle::max_block_bytes + 1000, std::byte{0});
+    for (unsigned planes = 33; planes < 256; ++planes) {
+      in[0] = static_cast<std::byte>(planes);
+      INFO("planes byte " << planes);
+      CHECK_THROWS_AS(BitShuffle::decode_block(in, decoded.data()), zcoll::format_error);
+    }
+    in[0] = std::byte{32};
+    CHECK(BitShuffle::decode_block(in, decoded.data()) == BitShuffle::max_block_bytes);  // the control
+  }
+}
+
+TEST_CASE("BitShuffle decodes any well-sized bytes without overflow", "[encode][bitshuffle]") {
+  // Random sign masks and planes: the result wraps in two's complement (sign-magnitude of up to 2^32 - 1).
+  std::mt19937_64 rng(zcoll_test::seed + 2);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const unsigned planes = static_cast<unsigned>(rng() % 33);
+    std::vector<std::byte> in(zcoll::encode::detail::bitshuffle_block_bytes(planes));
+    for (auto& b : in) b = static_cast<std::byte>(rng());
+    in[0] = static_cast<std::byte>(planes);
+    std::array<std::uint32_t, 32> decoded{};
+    REQUIRE(BitShuffle::decode_block(in, decoded.data()) == in.size());
+    if (planes == 0) continue;
+    zcoll::block_mask sign;
+    std::memcpy(&sign, in.data() + 1, 4);
+    for (unsigned j = 0; j < 32; ++j) {
+      std::uint32_t m = 0;
+      for (unsigned p = 0; p < planes; ++p) {
+        zcoll::block_mask plane;
+        std::memcpy(&plane, in.data() + 5 + 4 * p, 4);
+        m |= ((plane >> j) & 1u) << p;
+      }
+      REQUIRE(decoded[j] == (((sign >> j) & 1u) ? 0u - m : m));
+    }
+  }
+}
+
+TEST_CASE("BitShuffle decode reads nothing past the block", "[encode][bitshuffle]") {
+  if (!zcoll_test::guarded_buffer<>::available) {
+    WARN("no guard pages on this platform: test skipped");
+    return;
+  }
+  // Each block, and each truncation of it, ends at an inaccessible page: one byte read too many faults.
+  std::mt19937_64 rng(zcoll_test::seed + 3);
+  for (unsigned width = 0; width <= 32; ++width) {
+    residual_block r{};
+    if (width > 0) {
+      for (auto& x : r) x = static_cast<std::int32_t>(rng() % (std::uint64_t{1} << (width - 1)));
+      r[rng() % 32] = width == 32 ? int_min : -static_cast<std::int32_t>(std::uint32_t{1} << (width - 1));
+    }
+    std::array<std::byte, BitShuffle::max_block_bytes> encoded{};
+    const std::size_t size = BitShuffle::encode_block(r.data(), encoded.data());
+    REQUIRE(size == zcoll::encode::detail::bitshuffle_block_bytes(width));
+    for (std::size_t n = 0; n <= size; ++n) {
+      auto guarded = zcoll_test::guarded_buffer<>::copy_of(std::span<const std::byte>(encoded.data(), n));
+      std::array<std::uint32_t, 32> decoded{};
+      INFO("width " << width << ", " << n << " of " << size << " bytes before the guard page");
+      if (n < size) {
+        CHECK_THROWS_AS(BitShuffle::decode_block(guarded.span(), decoded.data()), zcoll::format_error);
+      } else {
+        REQUIRE(BitShuffle::decode_block(guarded.span(), decoded.data()) == size);
+        for (std::size_t j = 0; j < 32; ++j) REQUIRE(static_cast<std::int32_t>(decoded[j]) == r[j]);
+      }
+    }
+  }
+}
+
+TEST_CASE("BitShuffle encode stays within max_block_bytes", "[encode][bitshuffle]") {
+  if (!zcoll_test::guarded_buffer<>::available) {
+    WARN("no guard pages on this platform: test skipped");
+    return;
+  }
+  std::mt19937_64 rng(zcoll_test::seed + 4);
+  zcoll_test::guarded_buffer<> out(BitShuffle::max_block_bytes);
+  for (int trial = 0; trial < 500; ++trial) {
+    const auto r = random_residuals(rng);
+    REQUIRE(BitShuffle::encode_block(r.data(), out.span().data()) <= BitShuffle::max_block_bytes);
+  }
+}
