@@ -347,11 +347,15 @@ class Pipeline {
     return lanes_nonzero(equal);
   }
 
-  /// An exception's code repeats the code before it (lane order, so runs chain), costing no residual.
+  /// An exception's code repeats the code before it (0 at a chunk's start), so a run of exceptions
+  /// costs no residual inside or at its start. Filled run by run: a fill mask has few runs (coasts),
+  /// where a loop over its bits made a chain of store-to-load dependencies.
   static void repeat_previous_code(std::int32_t* codes, block_mask lanes, std::int32_t previous_code) {
-    for (block_mask rest = lanes; rest != 0; rest &= rest - 1) {
-      const auto j = static_cast<std::size_t>(std::countr_zero(rest));
-      codes[j] = j == 0 ? previous_code : codes[j - 1];
+    for (block_mask rest = lanes; rest != 0;) {
+      const auto start = static_cast<unsigned>(std::countr_zero(rest));
+      const auto length = static_cast<unsigned>(std::countr_one(rest >> start));
+      std::fill_n(codes + start, length, start == 0 ? previous_code : codes[start - 1]);
+      rest = start + length >= 32 ? 0 : rest & ~((block_mask{1} << (start + length)) - 1);
     }
   }
 

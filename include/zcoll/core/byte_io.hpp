@@ -32,10 +32,7 @@ class byte_reader {
 
   /// The next `size_bytes` bytes, consumed.
   std::span<const std::byte> take(std::size_t size_bytes, const char* what) {
-    if (size_bytes > remaining()) {
-      throw format_error(std::string(what) + ": needs " + std::to_string(size_bytes) + " bytes at offset " +
-                         std::to_string(offset_) + ", only " + std::to_string(remaining()) + " remain");
-    }
+    if (size_bytes > remaining()) overrun(size_bytes, what);
     auto part = bytes_.subspan(offset_, size_bytes);
     offset_ += size_bytes;
     return part;
@@ -45,6 +42,12 @@ class byte_reader {
   std::size_t remaining() const { return bytes_.size() - offset_; }
 
  private:
+  // Out of line, so that the checked reads stay small enough to inline on the hot path.
+  [[noreturn, gnu::cold, gnu::noinline]] void overrun(std::size_t size_bytes, const char* what) const {
+    throw format_error(std::string(what) + ": needs " + std::to_string(size_bytes) + " bytes at offset " +
+                       std::to_string(offset_) + ", only " + std::to_string(remaining()) + " remain");
+  }
+
   std::span<const std::byte> bytes_;
   std::size_t offset_ = 0;
 };
@@ -67,10 +70,7 @@ class byte_writer {
 
   /// The next `size_bytes` bytes, to be filled by the caller.
   std::span<std::byte> claim(std::size_t size_bytes) {
-    if (size_bytes > remaining()) {
-      throw argument_error("output buffer too small: needs " + std::to_string(size_bytes) + " more bytes at offset " +
-                           std::to_string(offset_) + ", only " + std::to_string(remaining()) + " remain");
-    }
+    if (size_bytes > remaining()) overrun(size_bytes);
     auto part = bytes_.subspan(offset_, size_bytes);
     offset_ += size_bytes;
     return part;
@@ -80,6 +80,11 @@ class byte_writer {
   std::size_t remaining() const { return bytes_.size() - offset_; }
 
  private:
+  [[noreturn, gnu::cold, gnu::noinline]] void overrun(std::size_t size_bytes) const {
+    throw argument_error("output buffer too small: needs " + std::to_string(size_bytes) + " more bytes at offset " +
+                         std::to_string(offset_) + ", only " + std::to_string(remaining()) + " remain");
+  }
+
   std::span<std::byte> bytes_;
   std::size_t offset_ = 0;
 };
