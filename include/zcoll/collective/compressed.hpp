@@ -1,0 +1,641 @@
+#pragma once
+/// Compressed<Schedule, Codec>: MPI-style collectives that move compressed bytes (the ZCCL frameworks).
+///
+///     zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{zcoll::transport::Mpi{world},
+///                                                         {.error_bound = zcoll::relative(1e-4)}};
+///     coll.allreduce(std::span<float>(grad), zcoll::op::sum);   // Z-Allreduce
+///     coll.allgather(std::span<const float>(mine), std::span<float>(all));
+///     auto report = coll.last_report();                          // bytes, ratio, time split, error bound
+///
+/// Data movement (allgather, bcast, scatter, gather, alltoall): each block is compressed once by its
+/// owner, the compressed sizes travel first (the same schedule over 8-byte size words), then the
+/// compressed bytes are forwarded unchanged and decompressed once at the end — every element stays
+/// within eb however many hops it makes. A rank's own block is never compressed: it stays exact.
+///
+/// Computation (reduce_scatter, allreduce): blocks change at every hop, so each hop compresses the
+/// partial result it sends, and the receiver decompresses, reduces and compresses again; the error
+/// grows with the hops, and the report states the worst case and ZCCL's statistical bound. A relative
+/// bound is turned into one absolute bound for every hop from the global value range (one small exact
+/// allgather of each rank's min and max first). allreduce is the schedule's own allreduce where it has
+/// one (RecursiveDoubling), reduce_scatter + allgather otherwise (Ring: Z-Allreduce).
+///
+/// Compressed<S, Identity> is the plain schedule: the values travel as raw bytes, exactly; so does any
+/// call whose input is below collective_config::min_compressed_bytes (the report says so).
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "zcoll/codec/codec_config.hpp"
+#include "zcoll/codec/concepts.hpp"
+#include "zcoll/codec/presets.hpp"
+#include "zcoll/collective/collective_report.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/core/error_bound.hpp"
+#include "zcoll/core/exec.hpp"
+#include "zcoll/core/reduce_op.hpp"
+#include "zcoll/core/stream_header.hpp"
+#include "zcoll/core/value_range.hpp"
+#include "zcoll/core/value_type.hpp"
+#include "zcoll/schedule/concepts.hpp"
+#include "zcoll/transport/any.hpp"
+#include "zcoll/transport/concepts.hpp"
+
+namespace zcoll {
+
+/// The numbers a compressed collective is configured with.
+struct collective_config {
+  bound error_bound = {};                   ///< as for codecs; absolute(0) is lossless
+  std::uint32_t chunk_values = 4096;        ///< the codec's chunk length
+  std::optional<double> fill_value = std::nullopt;  ///< the codec's fill value
+  unsigned threads = 1;                     ///< host threads for compression and decompression
+  /// Inputs smaller than this travel uncompressed (compression does not pay for small messages).
+  std::size_t min_compressed_bytes = 0;
+};
+
+template <schedule::schedule S, codec Codec>
+class Compressed {
+  using op_kind = schedule::collective_op;
+  static constexpr bool identity_codec = std::is_same_v<Codec, Identity>;
+
+ public:
+  template <transport::byte_transport T>
+  explicit Compressed(T transport, collective_config config = {})
+      : transport_(std::move(transport)),
+        config_(config),
+        codec_(codec_config{.error_bound = config.error_bound, .chunk_values = config.chunk_values,
+                            .fill_value = config.fill_value}) {}
+
+  int rank() const { return transport_.rank(); }
+  int size() const { return transport_.size(); }
+  const collective_report& last_report() const { return report_; }
+
+  /// all = every rank's `mine`, in rank order; all.size() == size() * mine.size().
+  template <floating_value T>
+  void allgather(std::span<const T> mine, std::span<T> all, std::span<const T> reference = {}) {
+    static_assert(S::supports(op_kind::allgather),
+                  "Compressed::allgather: this schedule has no allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
+    check_size("allgather", "all", all.size(), mine.size() * static_cast<std::size_t>(size()));
+    begin("allgather", mine.size_bytes(), mine.size_bytes());
+    const std::size_t n = mine.size();
+    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(rank())));
+    move_blocks<T>(codec_, op_kind::allgather, 0, [&](int b) { return all.subspan(static_cast<std::size_t>(b) * n, n); },
+                   [&](int b) { return b == rank(); });
+    finish<T>(all, reference);
+  }
+
+  /// Every rank's `data` becomes root's.
+  template <floating_value T>
+  void bcast(std::span<T> data, int root, std::span<const T> reference = {}) {
+    static_assert(S::supports(op_kind::bcast), "Compressed::bcast: this schedule has no bcast; use zcoll::BinomialTree");
+    check_root("bcast", root);
+    begin("bcast", rank() == root ? data.size_bytes() : 0, data.size_bytes());
+    move_blocks<T>(codec_, op_kind::bcast, root, [&](int) { return data; }, [&](int) { return rank() == root; });
+    finish<T>(data, reference);
+  }
+
+  /// Rank (root + k) mod size() gets block k of root's `all` (all.size() == size() * mine.size() on root;
+  /// ignored elsewhere).
+  template <floating_value T>
+  void scatter(std::span<const T> all, std::span<T> mine, int root, std::span<const T> reference = {}) {
+    static_assert(S::supports(op_kind::scatter),
+                  "Compressed::scatter: this schedule has no scatter; use zcoll::BinomialTree");
+    check_root("scatter", root);
+    const std::size_t n = mine.size();
+    if (rank() == root) check_size("scatter", "all", all.size(), n * static_cast<std::size_t>(size()));
+    begin("scatter", rank() == root ? all.size_bytes() : 0, mine.size_bytes());
+    // Root-side blocks in relative order; the root's own block is copied exactly.
+    const auto owner = [&](int k) { return (root + k) % size(); };
+    if (rank() == root) {
+      std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(root)), n, mine.begin());
+    }
+    move_blocks_const<T>(
+        codec_, op_kind::scatter, root,
+        [&](int k) { return rank() == root ? all.subspan(n * static_cast<std::size_t>(owner(k)), n) : std::span<const T>{}; },
+        [&](int k) { return owner(k) == rank() && rank() != root ? mine : std::span<T>{}; }, [&](int) { return rank() == root; },
+        n);
+    finish<T>(mine, reference);
+  }
+
+  /// Root's `all` gets every rank's `mine`, in rank order (ignored elsewhere).
+  template <floating_value T>
+  void gather(std::span<const T> mine, std::span<T> all, int root, std::span<const T> reference = {}) {
+    static_assert(S::supports(op_kind::gather), "Compressed::gather: this schedule has no gather; use zcoll::BinomialTree");
+    check_root("gather", root);
+    const std::size_t n = mine.size();
+    if (rank() == root) check_size("gather", "all", all.size(), n * static_cast<std::size_t>(size()));
+    begin("gather", mine.size_bytes(), mine.size_bytes());
+    const auto owner = [&](int k) { return (root + k) % size(); };
+    if (rank() == root) std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(root)));
+    move_blocks_const<T>(
+        codec_, op_kind::gather, root, [&](int k) { return owner(k) == rank() ? mine : std::span<const T>{}; },
+        [&](int k) { return rank() == root && owner(k) != root ? all.subspan(n * static_cast<std::size_t>(owner(k)), n) : std::span<T>{}; },
+        [&](int k) { return owner(k) == rank(); }, n);
+    finish<T>(rank() == root ? all : std::span<T>{}, reference);
+  }
+
+  /// out block b = block rank() of rank b's `in`; in.size() == out.size() == size() * block values.
+  template <floating_value T>
+  void alltoall(std::span<const T> in, std::span<T> out, std::span<const T> reference = {}) {
+    static_assert(S::supports(op_kind::alltoall), "Compressed::alltoall: this schedule has no alltoall; use zcoll::Pairwise");
+    const auto p = static_cast<std::size_t>(size());
+    if (in.size() % p != 0) {
+      throw argument_error("alltoall: in has " + std::to_string(in.size()) + " values, not a multiple of the " +
+                           std::to_string(p) + " ranks");
+    }
+    check_size("alltoall", "out", out.size(), in.size());
+    begin("alltoall", in.size_bytes(), in.size_bytes() / p);
+    alltoall_blocks<T>(in, out, in.size() / p);
+    finish<T>(out, reference);
+  }
+
+  /// out = block rank() of the element-wise reduction of every rank's `in` (in.size() == size() *
+  /// out.size()).
+  template <floating_value T, op::reduction Op>
+  void reduce_scatter(std::span<const T> in, std::span<T> out, Op op, std::span<const T> reference = {}) {
+    static_assert(S::supports(op_kind::reduce_scatter),
+                  "Compressed::reduce_scatter: this schedule has no reduce_scatter; use zcoll::Ring");
+    check_size("reduce_scatter", "in", in.size(), out.size() * static_cast<std::size_t>(size()));
+    begin("reduce_scatter", in.size_bytes(), in.size_bytes());
+    work_as<T>().assign(in.begin(), in.end());
+    const double eb = hop_bound<T>(in);
+    const Codec hop_codec = codec_with_bound(eb);
+    reduce_blocks<T>(op_kind::reduce_scatter, hop_codec, op, [&](int b) {
+      return std::pair{out.size() * static_cast<std::size_t>(b), out.size()};
+    });
+    std::copy_n(work_as<T>().begin() + static_cast<std::ptrdiff_t>(out.size() * static_cast<std::size_t>(rank())), out.size(),
+                out.begin());
+    set_reduction_bound(error_[static_cast<std::size_t>(rank())], eb);
+    finish<T>(out, reference);
+  }
+
+  /// data = the element-wise reduction of every rank's data (Z-Allreduce).
+  template <floating_value T, op::reduction Op>
+  void allreduce(std::span<T> data, Op op, std::span<const T> reference = {}) {
+    constexpr bool direct = S::supports(op_kind::allreduce);
+    static_assert(direct || (S::supports(op_kind::reduce_scatter) && S::supports(op_kind::allgather)),
+                  "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + allgather; use "
+                  "zcoll::Ring or zcoll::RecursiveDoubling");
+    begin("allreduce", data.size_bytes(), data.size_bytes());
+    work_as<T>().assign(data.begin(), data.end());
+    const double eb = hop_bound<T>(data);
+    const Codec hop_codec = codec_with_bound(eb);
+    const std::size_t n = data.size();
+    const auto p = static_cast<std::size_t>(size());
+    if constexpr (direct) {
+      reduce_blocks<T>(op_kind::allreduce, hop_codec, op, [&](int) { return std::pair{std::size_t{0}, n}; });
+      std::copy(work_as<T>().begin(), work_as<T>().end(), data.begin());
+      set_reduction_bound(error_[0], eb);
+    } else {
+      // Blocks of n/p values (the first n mod p one longer), then allgather of the reduced blocks.
+      const auto range = [&](int b) {
+        const auto lo = n * static_cast<std::size_t>(b) / p, hi = n * (static_cast<std::size_t>(b) + 1) / p;
+        return std::pair{lo, hi - lo};
+      };
+      reduce_blocks<T>(op_kind::reduce_scatter, hop_codec, op, range);
+      std::copy(work_as<T>().begin(), work_as<T>().end(), data.begin());
+      move_blocks<T>(
+          hop_codec, op_kind::allgather, 0,
+          [&](int b) {
+            const auto [lo, count] = range(b);
+            return data.subspan(lo, count);
+          },
+          [&](int b) { return b == rank(); });
+      // Every block's bound at its owner, plus the allgather's one compression (exact allgather of the
+      // owners' bounds: a value's bound depends on the block it is in).
+      std::vector<double> bounds(2 * p);
+      bounds[2 * static_cast<std::size_t>(rank())] = error_[static_cast<std::size_t>(rank())].bound;
+      bounds[2 * static_cast<std::size_t>(rank()) + 1] = error_[static_cast<std::size_t>(rank())].compressions;
+      exact_allgather_pairs(bounds);
+      hop_error worst{};
+      for (std::size_t b = 0; b < p; ++b) {
+        const hop_error e{bounds[2 * b], bounds[2 * b + 1]};
+        const hop_error gathered = p > 1 ? e.after_compression(eb) : e;
+        worst = {std::max(worst.bound, gathered.bound), std::max(worst.compressions, gathered.compressions)};
+      }
+      set_reduction_bound(worst, eb);
+    }
+    finish<T>(data, reference);
+  }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  static constexpr int size_tag = 7001;
+  static constexpr int data_tag = 7002;
+
+  struct slot {
+    std::size_t offset = 0;
+    std::size_t size = 0;
+  };
+
+  static double seconds_since(clock::time_point start) {
+    return std::chrono::duration<double>(clock::now() - start).count();
+  }
+
+  void check_size(const char* call, const char* what, std::size_t got, std::size_t expected) const {
+    if (got != expected) {
+      throw argument_error(std::string(call) + ": " + what + " holds " + std::to_string(got) + " values, " +
+                           std::to_string(expected) + " expected");
+    }
+  }
+
+  void check_root(const char* call, int root) const {
+    if (root < 0 || root >= size()) {
+      throw argument_error(std::string(call) + ": root " + std::to_string(root) + " is not in [0, " +
+                           std::to_string(size()) + ")");
+    }
+  }
+
+  /// `block_bytes` decides whether to compress and must be the same on every rank (input sizes of
+  /// rooted operations are not).
+  void begin(const char* operation, std::size_t input_bytes, std::size_t block_bytes) {
+    report_ = {};
+    report_.operation = operation;
+    report_.schedule = S::name;
+    report_.codec = Codec::name();
+    report_.ranks = size();
+    report_.input_bytes = input_bytes;
+    compress_now_ = !identity_codec && block_bytes > 0 && block_bytes >= config_.min_compressed_bytes;
+    report_.compressed = compress_now_;
+    started_ = clock::now();
+    max_block_bound_ = 0.0;
+    reduction_ = false;
+  }
+
+  template <floating_value T>
+  void finish(std::span<const T> result, std::span<const T> reference) {
+    report_.ratio = report_.bytes_sent > 0
+                        ? static_cast<double>(report_.raw_bytes_sent) / static_cast<double>(report_.bytes_sent)
+                        : 1.0;
+    if (!reduction_) {  // data movement: each block compressed once
+      report_.error_bound = report_.statistical_error_bound = compress_now_ ? max_block_bound_ : 0.0;
+      report_.compressions_in_chain = compress_now_ ? 1 : 0;
+    }
+    if (!reference.empty() && reference.size() == result.size()) {
+      double worst = 0.0;
+      for (std::size_t i = 0; i < result.size(); ++i) {
+        worst = std::max(worst, std::abs(static_cast<double>(result[i]) - static_cast<double>(reference[i])));
+      }
+      report_.max_abs_error = worst;
+    }
+    report_.total_s = seconds_since(started_);
+  }
+  template <floating_value T>
+  void finish(std::span<T> result, std::span<const T> reference) {
+    finish<T>(std::span<const T>(result), reference);
+  }
+
+  /// What a value has been through on its way here: a bound on its error, and how many compressions
+  /// contributed to it (for ZCCL's statistical bound).
+  struct hop_error {
+    double bound = 0.0;
+    double compressions = 0.0;
+
+    hop_error after_compression(double eb) const { return {bound + eb, compressions + 1}; }
+    /// The error of op(mine, theirs): errors add up for a sum; a min or max is off by at most the larger.
+    template <class Op>
+    hop_error combined(const hop_error& theirs) const {
+      const double b = std::is_same_v<Op, op::sum_t> ? bound + theirs.bound : std::max(bound, theirs.bound);
+      return {b, compressions + theirs.compressions};
+    }
+  };
+
+  void set_reduction_bound(const hop_error& e, double eb) {
+    reduction_ = true;
+    report_.compressions_in_chain = compress_now_ ? static_cast<int>(e.compressions) : 0;
+    report_.error_bound = compress_now_ ? e.bound : 0.0;
+    // ZCCL §3.2: k compression errors, each normal with sigma = eb/3, sum to within (2/3)·sqrt(k)·eb with
+    // probability 95.44 %; never more than the worst case.
+    report_.statistical_error_bound =
+        compress_now_ ? std::min(e.bound, (2.0 / 3.0) * std::sqrt(e.compressions) * eb) : 0.0;
+  }
+
+  // ---- messages --------------------------------------------------------------------------------------
+
+  /// Posts the receive and the send of one step, waits for both, and counts the bytes.
+  void exchange(const schedule::exchange& send, std::span<const std::byte> out, const schedule::exchange& recv,
+                std::span<std::byte> in, int tag, std::size_t raw_bytes) {
+    const auto start = clock::now();
+    transport::AnyTransport::request r, s;
+    if (recv.active()) r = transport_.irecv_async(recv.peer, tag, in);
+    if (send.active()) {
+      s = transport_.isend_async(send.peer, tag, out);
+      report_.bytes_sent += out.size();
+      report_.raw_bytes_sent += raw_bytes;
+    }
+    transport_.wait(s);
+    transport_.wait(r);
+    report_.communicate_s += seconds_since(start);
+  }
+
+  // ---- codec ---------------------------------------------------------------------------------------
+
+  /// Compresses `values` at the end of `buffer` (grown as needed); returns its slot.
+  template <floating_value T>
+  slot encode(const Codec& codec, std::span<const T> values, std::vector<std::byte>& buffer, std::size_t at) {
+    const auto start = clock::now();
+    std::size_t written = 0;
+    if (compress_now_) {
+      buffer.resize(std::max(buffer.size(), at + codec.template max_compressed_size<T>(values.size())));
+      written = codec.compress(exec(), values, std::span<std::byte>(buffer).subspan(at)).size();
+    } else {
+      buffer.resize(std::max(buffer.size(), at + values.size_bytes()));
+      if (!values.empty()) std::memcpy(buffer.data() + at, values.data(), values.size_bytes());
+      written = values.size_bytes();
+    }
+    report_.compress_s += seconds_since(start);
+    return {at, written};
+  }
+
+  /// Decodes one received block into `out`; a block that does not hold out.size() values of T is a
+  /// format_error, whatever the peer claimed.
+  template <floating_value T>
+  void decode(const Codec& codec, std::span<const std::byte> bytes, std::span<T> out) {
+    const auto start = clock::now();
+    if (compress_now_) {
+      const stream_header header = read_stream_header(bytes);
+      if (header.count != out.size()) {
+        throw format_error("collective block holds " + std::to_string(header.count) + " values, " +
+                           std::to_string(out.size()) + " expected");
+      }
+      codec.decompress(exec(), bytes, out);
+      max_block_bound_ = std::max(max_block_bound_, header.error_bound);
+    } else {
+      if (bytes.size() != out.size_bytes()) {
+        throw format_error("collective block of " + std::to_string(bytes.size()) + " bytes, " +
+                           std::to_string(out.size_bytes()) + " expected");
+      }
+      if (!out.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+    }
+    report_.decompress_s += seconds_since(start);
+  }
+
+  exec::Host exec() const { return exec::Host{.threads = config_.threads}; }
+
+  /// The codec with the one absolute bound every hop of a reduction uses.
+  Codec codec_with_bound(double eb) const {
+    return Codec(codec_config{.error_bound = absolute(eb), .chunk_values = config_.chunk_values,
+                              .fill_value = config_.fill_value});
+  }
+
+  // ---- data movement -------------------------------------------------------------------------------
+
+  /// The data-movement engine. Block b's values are block_values(b) (input where held(b), output
+  /// elsewhere); held blocks are compressed once, sizes then bytes follow the schedule, and every
+  /// block received is decompressed once at the end.
+  template <floating_value T, class Blocks, class Held>
+  void move_blocks(const Codec& codec, op_kind op, int root, Blocks block_values, Held held) {
+    move_blocks_const<T>(
+        codec, op, root, [&](int b) { return held(b) ? std::span<const T>(block_values(b)) : std::span<const T>{}; },
+        [&](int b) { return held(b) ? std::span<T>{} : block_values(b); }, held, std::size_t{0}, true);
+  }
+
+  /// As move_blocks, with separate sources (held blocks) and destinations (blocks this rank keeps);
+  /// `values_per_block` > 0 gives every block that length (blocks this rank only forwards).
+  template <floating_value T, class Sources, class Destinations, class Held>
+  void move_blocks_const(const Codec& codec, op_kind op, int root, Sources source, Destinations destination, Held held,
+                         std::size_t values_per_block, bool destinations_sized_by_source = false) {
+    const int p = size(), me = rank();
+    const int blocks = schedule::block_count(op, p);
+    // Own blocks, compressed once, back to back at the start of the arena.
+    slots_.assign(static_cast<std::size_t>(blocks), slot{});
+    sizes_.assign(static_cast<std::size_t>(blocks), 0);
+    std::size_t end = 0;
+    for (int b = 0; b < blocks; ++b) {
+      if (!held(b)) continue;
+      slots_[static_cast<std::size_t>(b)] = encode<T>(codec, source(b), arena_, end);
+      end += slots_[static_cast<std::size_t>(b)].size;
+      sizes_[static_cast<std::size_t>(b)] = slots_[static_cast<std::size_t>(b)].size;
+    }
+    const auto values_of = [&](int b) {
+      if (values_per_block > 0) return values_per_block;
+      return destinations_sized_by_source ? std::max(source(b).size(), destination(b).size()) : destination(b).size();
+    };
+    const int rounds = S::rounds(op, p);
+    // Sizes first: the same schedule over one 8-byte word per block.
+    for (int r = 0; r < rounds; ++r) {
+      const schedule::step st = S::at(op, p, me, r, root);
+      exchange(st.send, std::as_bytes(word_range(st.send)), st.recv, std::as_writable_bytes(word_range(st.recv)), size_tag, 0);
+    }
+    // Then the bytes, received behind what the arena holds; a send of blocks not adjacent in the arena
+    // is staged.
+    for (int r = 0; r < rounds; ++r) {
+      const schedule::step st = S::at(op, p, me, r, root);
+      std::size_t in_bytes = 0;
+      for (int b = st.recv.first_block; st.recv.active() && b < st.recv.first_block + st.recv.block_count; ++b) {
+        slots_[static_cast<std::size_t>(b)] = {end + in_bytes, static_cast<std::size_t>(sizes_[static_cast<std::size_t>(b)])};
+        in_bytes += static_cast<std::size_t>(sizes_[static_cast<std::size_t>(b)]);
+      }
+      arena_.resize(std::max(arena_.size(), end + in_bytes));
+      std::span<const std::byte> out;
+      std::size_t raw = 0;
+      if (st.send.active()) {
+        out = contiguous_or_staged(st.send.first_block, st.send.block_count);
+        for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) raw += values_of(b) * sizeof(T);
+      }
+      exchange(st.send, out, st.recv, std::span<std::byte>(arena_).subspan(end, in_bytes), data_tag, raw);
+      end += in_bytes;
+    }
+    for (int b = 0; b < blocks; ++b) {
+      const auto dest = destination(b);
+      if (held(b) || dest.empty()) continue;
+      const slot s = slots_[static_cast<std::size_t>(b)];
+      decode<T>(codec, std::span<const std::byte>(arena_).subspan(s.offset, s.size), dest);
+    }
+  }
+
+  std::span<std::uint64_t> word_range(const schedule::exchange& e) {
+    if (!e.active()) return {};
+    return std::span<std::uint64_t>(sizes_).subspan(static_cast<std::size_t>(e.first_block), static_cast<std::size_t>(e.block_count));
+  }
+
+  std::span<const std::byte> contiguous_or_staged(int first, int count) {
+    std::size_t total = 0;
+    bool adjacent = true;
+    for (int b = first; b < first + count; ++b) {
+      const slot s = slots_[static_cast<std::size_t>(b)];
+      if (b > first && s.offset != slots_[static_cast<std::size_t>(b - 1)].offset + slots_[static_cast<std::size_t>(b - 1)].size) adjacent = false;
+      total += s.size;
+    }
+    if (adjacent) return std::span<const std::byte>(arena_).subspan(slots_[static_cast<std::size_t>(first)].offset, total);
+    staging_.resize(total);
+    std::size_t at = 0;
+    for (int b = first; b < first + count; ++b) {
+      const slot s = slots_[static_cast<std::size_t>(b)];
+      std::memcpy(staging_.data() + at, arena_.data() + s.offset, s.size);
+      at += s.size;
+    }
+    return std::span<const std::byte>(staging_).first(total);
+  }
+
+  template <floating_value T>
+  void alltoall_blocks(std::span<const T> in, std::span<T> out, std::size_t n) {
+    const int p = size(), me = rank();
+    std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(me)), n,
+                out.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(me)));
+    const int rounds = S::rounds(op_kind::alltoall, p);
+    for (int r = 0; r < rounds; ++r) {
+      const schedule::step st = S::at(op_kind::alltoall, p, me, r, 0);
+      std::uint64_t out_size = 0, in_size = 0;
+      slot sent{};
+      if (st.send.active()) {
+        sent = encode<T>(codec_, in.subspan(n * static_cast<std::size_t>(st.send.first_block), n), arena_, 0);
+        out_size = sent.size;
+      }
+      exchange(st.send, std::as_bytes(std::span(&out_size, st.send.active() ? 1 : 0)), st.recv,
+               std::as_writable_bytes(std::span(&in_size, st.recv.active() ? 1 : 0)), size_tag, 0);
+      staging_.resize(static_cast<std::size_t>(in_size));
+      exchange(st.send, std::span<const std::byte>(arena_).first(sent.size), st.recv,
+               std::span<std::byte>(staging_).first(static_cast<std::size_t>(in_size)), data_tag, n * sizeof(T));
+      if (st.recv.active()) {
+        decode<T>(codec_, std::span<const std::byte>(staging_).first(static_cast<std::size_t>(in_size)),
+                  out.subspan(n * static_cast<std::size_t>(st.recv.first_block), n));
+      }
+    }
+  }
+
+  // ---- computation ---------------------------------------------------------------------------------
+
+  /// The absolute bound of every hop: the configured absolute bound, or a relative one times the range
+  /// of all ranks' inputs (finite, non-fill values; one exact allgather of 2 values per rank).
+  template <floating_value T>
+  double hop_bound(std::span<const T> input) {
+    if (!compress_now_) return 0.0;
+    if (config_.error_bound.mode == bound_mode::absolute) return config_.error_bound.value;
+    std::optional<bits_of<T>> fill;
+    if (config_.fill_value) fill = std::bit_cast<bits_of<T>>(static_cast<T>(*config_.fill_value));
+    const auto local = find_value_extent(exec(), input, fill);
+    std::vector<double> extents(2 * static_cast<std::size_t>(size()));
+    extents[2 * static_cast<std::size_t>(rank())] = local.lowest;
+    extents[2 * static_cast<std::size_t>(rank()) + 1] = local.highest;
+    exact_allgather_pairs(extents);
+    value_extent<double> all;
+    for (std::size_t i = 0; i < extents.size(); i += 2) {
+      if (extents[i] <= extents[i + 1]) {
+        all.lowest = std::min(all.lowest, extents[i]);
+        all.highest = std::max(all.highest, extents[i + 1]);
+      }
+    }
+    return absolute_bound(config_.error_bound, all.range());
+  }
+
+  /// Ring allgather of 16-byte blocks, raw (used for the value range; needs no schedule support).
+  void exact_allgather_pairs(std::vector<double>& extents) {
+    const int p = size(), me = rank();
+    for (int r = 0; r < p - 1; ++r) {
+      const int send_block = (me - r + p) % p, recv_block = (me - r - 1 + p) % p;
+      const schedule::exchange send{(me + 1) % p, send_block, 1, false}, recv{(me - 1 + p) % p, recv_block, 1, false};
+      exchange(send, std::as_bytes(std::span(extents).subspan(2 * static_cast<std::size_t>(send_block), 2)), recv,
+               std::as_writable_bytes(std::span(extents).subspan(2 * static_cast<std::size_t>(recv_block), 2)), size_tag, 0);
+    }
+  }
+
+  /// The computation engine over work_as<T>() (this rank's values, reduced in place): each step compresses the
+  /// blocks it sends (as one stream: they are one range of values), sends a header (the stream's size,
+  /// and the bound and compression count the values carry), then the bytes; the receiver decompresses and
+  /// reduces them in (or replaces its values, for a fold-out). error_ holds each block's bound, so the
+  /// report states exactly what the schedule did, whatever its shape.
+  template <floating_value T, class Op, class Range>
+  void reduce_blocks(op_kind kind, const Codec& hop_codec, Op op, Range range) {
+    const int p = size(), me = rank();
+    const int rounds = S::rounds(kind, p);
+    auto& work = work_as<T>();
+    error_.assign(static_cast<std::size_t>(schedule::block_count(kind, p)), hop_error{});
+    const auto values = [&](const schedule::exchange& e) {
+      const auto [lo, first_count] = range(e.first_block);
+      const auto [last_lo, last_count] = range(e.first_block + e.block_count - 1);
+      return std::pair{lo, last_lo + last_count - lo};
+    };
+    const double eb = compress_now_ ? read_hop_bound(hop_codec) : 0.0;
+    for (int r = 0; r < rounds; ++r) {
+      const schedule::step st = S::at(kind, p, me, r, 0);
+      hop_header out_header{}, in_header{};
+      slot sent{};
+      std::size_t raw = 0;
+      if (st.send.active()) {
+        const auto [lo, count] = values(st.send);
+        sent = encode<T>(hop_codec, std::span<const T>(work).subspan(lo, count), arena_, 0);
+        hop_error carried{};
+        for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) {
+          const auto& e = error_[static_cast<std::size_t>(b)];
+          carried = {std::max(carried.bound, e.bound), std::max(carried.compressions, e.compressions)};
+        }
+        if (compress_now_) carried = carried.after_compression(eb);
+        out_header = {sent.size, carried.bound, carried.compressions};
+        raw = count * sizeof(T);
+      }
+      exchange(st.send, std::as_bytes(std::span(&out_header, st.send.active() ? 1 : 0)), st.recv,
+               std::as_writable_bytes(std::span(&in_header, st.recv.active() ? 1 : 0)), size_tag, 0);
+      staging_.resize(static_cast<std::size_t>(in_header.size_bytes));
+      exchange(st.send, std::span<const std::byte>(arena_).first(sent.size), st.recv,
+               std::span<std::byte>(staging_).first(static_cast<std::size_t>(in_header.size_bytes)), data_tag, raw);
+      if (st.recv.active()) {
+        const auto [lo, count] = values(st.recv);
+        incoming_as<T>().resize(count);
+        decode<T>(hop_codec, std::span<const std::byte>(staging_).first(static_cast<std::size_t>(in_header.size_bytes)),
+                  std::span<T>(incoming_as<T>()));
+        const auto start = clock::now();
+        T* target = work.data() + lo;
+        const T* incoming = incoming_as<T>().data();
+        const hop_error theirs{in_header.error_bound, in_header.compressions};
+        if (st.recv.reduce) {
+          for (std::size_t i = 0; i < count; ++i) target[i] = op(target[i], incoming[i]);
+        } else {
+          std::copy_n(incoming, count, target);
+        }
+        for (int b = st.recv.first_block; b < st.recv.first_block + st.recv.block_count; ++b) {
+          auto& e = error_[static_cast<std::size_t>(b)];
+          e = st.recv.reduce ? e.template combined<Op>(theirs) : theirs;
+        }
+        report_.reduce_s += seconds_since(start);
+      }
+    }
+  }
+
+  /// The absolute bound hop_codec was made with.
+  static double read_hop_bound(const Codec& hop_codec) { return hop_codec.config().error_bound.value; }
+
+  /// The header before each hop's bytes: their size, and the error the values carry.
+  struct hop_header {
+    std::uint64_t size_bytes = 0;
+    double error_bound = 0.0;
+    double compressions = 0.0;
+  };
+
+  // work_ and incoming_ hold floats or doubles; both kinds are kept so either type reuses its scratch.
+  template <floating_value T>
+  std::vector<T>& work_as() {
+    if constexpr (std::is_same_v<T, float>) return work_f_; else return work_d_;
+  }
+  template <floating_value T>
+  std::vector<T>& incoming_as() {
+    if constexpr (std::is_same_v<T, float>) return incoming_f_; else return incoming_d_;
+  }
+
+  transport::AnyTransport transport_;
+  collective_config config_;
+  Codec codec_;
+  collective_report report_;
+  clock::time_point started_;
+  bool compress_now_ = false;
+  double max_block_bound_ = 0.0;
+  bool reduction_ = false;  // the call reduces (the bound comes from error_), or only moves data
+  std::vector<hop_error> error_;  // per block, during a reduction
+  std::vector<std::byte> arena_, staging_;
+  std::vector<slot> slots_;
+  std::vector<std::uint64_t> sizes_;
+  std::vector<float> work_f_, incoming_f_;
+  std::vector<double> work_d_, incoming_d_;
+};
+
+}  // namespace zcoll

@@ -1,0 +1,401 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "zcoll/collective/compressed.hpp"
+#include "zcoll/core/error_stats.hpp"
+#include "zcoll/schedule/schedules.hpp"
+#include "zcoll/transport/local.hpp"
+
+using zcoll::transport::Local;
+using zcoll::transport::run_local;
+
+namespace {
+
+const std::vector<int> rank_counts = {1, 2, 3, 4, 5, 7, 8, 16};
+
+/// Dyadic values (multiples of 1/64, |x| < 64): every partial sum of up to 64 of them, and of their
+/// reconstructions on a grid of 2eb = 2^-9, is exact in float, so a reduction's only error is compression.
+float dyadic(int rank, std::size_t i) {
+  const long v = static_cast<long>((i * 2654435761u + static_cast<std::size_t>(rank) * 40503u) % 8191u) - 4095;
+  return static_cast<float>(v) / 64.0f;
+}
+
+/// Smooth, rank-dependent data with exactly representable samples.
+template <class T>
+std::vector<T> contribution(int rank, std::size_t n) {
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(dyadic(rank, i / 4));  // runs of 4: compressible
+  return v;
+}
+
+constexpr double eb = 1.0 / 1024;  // 2^-10: reconstructions are multiples of 2^-9
+
+/// Every element of `got` within `bound` of `want`, exactly.
+template <class T>
+void require_within(std::span<const T> got, std::span<const T> want, double bound, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!zcoll::exactly_within(got[i], want[i], bound)) {
+      FAIL(what << ": element " << i << " is " << got[i] << ", reference " << want[i] << ", bound " << bound);
+    }
+  }
+}
+
+template <class T>
+void require_equal(std::span<const T> got, std::span<const T> want, const std::string& what) {
+  require_within<T>(got, want, 0.0, what);
+}
+
+template <class Schedule, class Codec>
+zcoll::Compressed<Schedule, Codec> make(Local& t) {
+  return zcoll::Compressed<Schedule, Codec>{t, {.error_bound = zcoll::absolute(eb)}};
+}
+
+/// Runs an allgather on every rank count and checks it against the exact reference.
+template <class Schedule, class Codec>
+void check_allgather(std::size_t n) {
+  for (int p : rank_counts) {
+    run_local(p, [&](Local& t) {
+      auto coll = make<Schedule, Codec>(t);
+      const auto mine = contribution<float>(t.rank(), n);
+      std::vector<float> all(n * static_cast<std::size_t>(p)), want;
+      for (int r = 0; r < p; ++r) {
+        const auto c = contribution<float>(r, n);
+        want.insert(want.end(), c.begin(), c.end());
+      }
+      coll.allgather(std::span<const float>(mine), std::span<float>(all));
+      const auto& report = coll.last_report();
+      const std::string what = std::string("allgather ") + Schedule::name + " " + Codec::name() + " p=" +
+                               std::to_string(p) + " n=" + std::to_string(n) + " rank " + std::to_string(t.rank());
+      // Compressed once: eb, however many hops; the own block exact.
+      require_within<float>(all, want, std::is_same_v<Codec, zcoll::Identity> ? 0.0 : eb, what);
+      require_equal<float>(std::span<const float>(all).subspan(n * static_cast<std::size_t>(t.rank()), n), mine, what);
+      REQUIRE(report.error_bound <= eb);
+      REQUIRE(report.compressed == (!std::is_same_v<Codec, zcoll::Identity> && n > 0));
+    });
+  }
+}
+
+template <class Schedule, class Codec, class Op>
+void check_allreduce(std::size_t n, Op op) {
+  for (int p : rank_counts) {
+    run_local(p, [&](Local& t) {
+      auto coll = make<Schedule, Codec>(t);
+      auto data = contribution<float>(t.rank(), n);
+      std::vector<float> want = contribution<float>(0, n);
+      for (int r = 1; r < p; ++r) {
+        const auto c = contribution<float>(r, n);
+        for (std::size_t i = 0; i < n; ++i) want[i] = op(want[i], c[i]);
+      }
+      coll.allreduce(std::span<float>(data), op, std::span<const float>(want));
+      const auto& report = coll.last_report();
+      const std::string what = std::string("allreduce ") + Op::name + " " + Schedule::name + " " + Codec::name() +
+                               " p=" + std::to_string(p) + " n=" + std::to_string(n) + " rank " + std::to_string(t.rank());
+      INFO(what);
+      if (std::is_same_v<Codec, zcoll::Identity> || p == 1 || n == 0) {
+        require_equal<float>(data, want, what);
+        REQUIRE(report.error_bound == 0.0);
+      } else {
+        REQUIRE(report.compressions_in_chain >= 1);
+        // A ring value is compressed p - 1 times on its way round and once more by the allgather; a
+        // recursive-doubling butterfly gathers p - 1 compressed messages into each result.
+        if (std::is_same_v<Schedule, zcoll::Ring> && std::is_same_v<Op, zcoll::op::sum_t>) {
+          REQUIRE(report.compressions_in_chain == p);
+        }
+        if (std::is_same_v<Schedule, zcoll::RecursiveDoubling> && std::is_same_v<Op, zcoll::op::sum_t> && (p & (p - 1)) == 0) {
+          REQUIRE(report.compressions_in_chain == p - 1);
+        }
+        // Sums add every compression's error; min and max are off by at most the largest chain's.
+        if (std::is_same_v<Op, zcoll::op::sum_t>) {
+          REQUIRE(report.error_bound == report.compressions_in_chain * eb);
+        } else {
+          REQUIRE(report.error_bound <= report.compressions_in_chain * eb);
+        }
+        require_within<float>(data, want, report.error_bound, what);
+        REQUIRE(report.max_abs_error);
+        REQUIRE(*report.max_abs_error <= report.error_bound);
+        REQUIRE(report.statistical_error_bound <= report.error_bound);
+      }
+    });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Compressed allgather: Ring and RecursiveDoubling, Identity exact, FZLight within eb on every element",
+          "[collective][allgather]") {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{33}, std::size_t{5000}}) {
+    check_allgather<zcoll::Ring, zcoll::Identity>(n);
+    check_allgather<zcoll::Ring, zcoll::FZLight>(n);
+    check_allgather<zcoll::RecursiveDoubling, zcoll::FZLight>(n);
+  }
+}
+
+TEST_CASE("Compressed allgather on 16 ranks: the error stays within eb after 15 hops", "[collective][allgather]") {
+  run_local(16, [](Local& t) {
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::relative(1e-3)}};
+    std::vector<double> mine(2000), all(2000 * 16);
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = std::sin(0.003 * static_cast<double>(i) + t.rank()) * 50;
+    coll.allgather(std::span<const double>(mine), std::span<double>(all));
+    for (int r = 0; r < 16; ++r) {
+      std::vector<double> want(2000);
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] = std::sin(0.003 * static_cast<double>(i) + r) * 50;
+      // Each block's own relative bound: 1e-3 of its own range, rounded down.
+      const double block_eb = zcoll::absolute_bound(zcoll::relative(1e-3), *std::max_element(want.begin(), want.end()) -
+                                                                               *std::min_element(want.begin(), want.end()));
+      require_within<double>(std::span<const double>(all).subspan(2000 * static_cast<std::size_t>(r), 2000), want,
+                             block_eb, "16-rank allgather block " + std::to_string(r));
+    }
+    REQUIRE(coll.last_report().compressions_in_chain == 1);
+    REQUIRE(coll.last_report().ratio > 2.0);
+  });
+}
+
+TEST_CASE("Compressed allreduce: Ring (Z-Allreduce), RecursiveDoubling and Hierarchical; sum, min, max",
+          "[collective][allreduce]") {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{10007}}) {
+    check_allreduce<zcoll::Ring, zcoll::Identity>(n, zcoll::op::sum);
+    check_allreduce<zcoll::Ring, zcoll::FZLight>(n, zcoll::op::sum);
+    check_allreduce<zcoll::RecursiveDoubling, zcoll::FZLight>(n, zcoll::op::sum);
+    check_allreduce<zcoll::Hierarchical<zcoll::BinomialTree, zcoll::RecursiveDoubling, 4>, zcoll::FZLight>(n,
+                                                                                                          zcoll::op::sum);
+  }
+  check_allreduce<zcoll::Ring, zcoll::FZLight>(3001, zcoll::op::min);
+  check_allreduce<zcoll::RecursiveDoubling, zcoll::Identity>(3001, zcoll::op::max);
+  check_allreduce<zcoll::RecursiveDoubling, zcoll::FZLight>(3001, zcoll::op::max);
+}
+
+TEST_CASE("Compressed reduce_scatter: rank b gets block b of the sum", "[collective][reduce_scatter]") {
+  for (int p : rank_counts) {
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+      const std::size_t block = 777;
+      const auto in = contribution<float>(t.rank(), block * static_cast<std::size_t>(p));
+      std::vector<float> out(block), want(block, 0.0f);
+      for (int r = 0; r < p; ++r) {
+        const auto c = contribution<float>(r, block * static_cast<std::size_t>(p));
+        for (std::size_t i = 0; i < block; ++i) want[i] += c[block * static_cast<std::size_t>(t.rank()) + i];
+      }
+      coll.reduce_scatter(std::span<const float>(in), std::span<float>(out), zcoll::op::sum);
+      REQUIRE(coll.last_report().compressions_in_chain == p - 1);
+      require_within<float>(out, want, (p - 1) * eb, "reduce_scatter p=" + std::to_string(p));
+    });
+  }
+}
+
+TEST_CASE("Compressed bcast, scatter and gather over BinomialTree, every root", "[collective][rooted]") {
+  for (int p : rank_counts) {
+    for (int root = 0; root < p; root += (p > 4 ? 3 : 1)) {
+      run_local(p, [&](Local& t) {
+        zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+        const std::size_t n = 1001;
+        const std::string where = " p=" + std::to_string(p) + " root=" + std::to_string(root);
+        // bcast
+        const auto root_data = contribution<double>(root, n);
+        auto data = t.rank() == root ? root_data : std::vector<double>(n, -1.0);
+        coll.bcast(std::span<double>(data), root);
+        require_within<double>(data, root_data, t.rank() == root ? 0.0 : eb, "bcast" + where);
+        // scatter: rank r gets slice r of root's array
+        std::vector<double> all;
+        for (int r = 0; r < p; ++r) {
+          const auto c = contribution<double>(r + 100, n);
+          all.insert(all.end(), c.begin(), c.end());
+        }
+        std::vector<double> mine(n, -1.0);
+        coll.scatter(t.rank() == root ? std::span<const double>(all) : std::span<const double>{}, std::span<double>(mine),
+                     root);
+        require_within<double>(mine, std::span<const double>(all).subspan(n * static_cast<std::size_t>(t.rank()), n),
+                               t.rank() == root ? 0.0 : eb, "scatter" + where);
+        // gather: root gets everyone's block
+        const auto own = contribution<double>(t.rank() + 200, n);
+        std::vector<double> gathered(t.rank() == root ? n * static_cast<std::size_t>(p) : 0);
+        coll.gather(std::span<const double>(own), std::span<double>(gathered), root);
+        if (t.rank() == root) {
+          for (int r = 0; r < p; ++r) {
+            const auto want = contribution<double>(r + 200, n);
+            require_within<double>(std::span<const double>(gathered).subspan(n * static_cast<std::size_t>(r), n), want,
+                                   r == root ? 0.0 : eb, "gather" + where);
+          }
+        }
+      });
+    }
+  }
+}
+
+TEST_CASE("Compressed alltoall over Pairwise", "[collective][alltoall]") {
+  for (int p : rank_counts) {
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+      const std::size_t n = 513;
+      const auto in = contribution<float>(t.rank(), n * static_cast<std::size_t>(p));
+      std::vector<float> out(in.size(), -1.0f);
+      coll.alltoall(std::span<const float>(in), std::span<float>(out));
+      for (int src = 0; src < p; ++src) {
+        const auto theirs = contribution<float>(src, n * static_cast<std::size_t>(p));
+        require_within<float>(std::span<const float>(out).subspan(n * static_cast<std::size_t>(src), n),
+                              std::span<const float>(theirs).subspan(n * static_cast<std::size_t>(t.rank()), n),
+                              src == t.rank() ? 0.0 : eb, "alltoall from " + std::to_string(src));
+      }
+    });
+  }
+}
+
+TEST_CASE("Compressed collectives reuse their scratch: many calls of changing sizes and types", "[collective]") {
+  run_local(3, [](Local& t) {
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+    for (std::size_t n : {5000u, 10u, 0u, 20000u, 1u}) {
+      auto f = contribution<float>(t.rank(), n);
+      coll.allreduce(std::span<float>(f), zcoll::op::sum);
+      auto d = contribution<double>(t.rank(), n);
+      coll.allreduce(std::span<double>(d), zcoll::op::sum);
+      std::vector<double> want(n, 0.0);
+      for (int r = 0; r < 3; ++r) {
+        const auto c = contribution<double>(r, n);
+        for (std::size_t i = 0; i < n; ++i) want[i] += c[i];
+      }
+      require_within<double>(d, want, coll.last_report().error_bound, "mixed calls n=" + std::to_string(n));
+    }
+  });
+}
+
+TEST_CASE("Small messages skip compression and say so", "[collective][report]") {
+  run_local(4, [](Local& t) {
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{
+        t, {.error_bound = zcoll::absolute(eb), .min_compressed_bytes = 4096}};
+    auto small = contribution<float>(t.rank(), 100);  // 400 bytes
+    std::vector<float> want(100, 0.0f);
+    for (int r = 0; r < 4; ++r) {
+      const auto c = contribution<float>(r, 100);
+      for (std::size_t i = 0; i < 100; ++i) want[i] += c[i];
+    }
+    coll.allreduce(std::span<float>(small), zcoll::op::sum);
+    REQUIRE_FALSE(coll.last_report().compressed);
+    REQUIRE(coll.last_report().error_bound == 0.0);
+    require_equal<float>(small, want, "uncompressed small allreduce");
+    auto large = contribution<float>(t.rank(), 10000);
+    coll.allreduce(std::span<float>(large), zcoll::op::sum);
+    REQUIRE(coll.last_report().compressed);
+    REQUIRE(coll.last_report().ratio > 1.0);
+    REQUIRE(coll.last_report().bytes_sent < coll.last_report().raw_bytes_sent);
+  });
+}
+
+namespace {
+
+/// A transport that damages what one rank sends with one tag: the test double of a faulty peer.
+class Damaging {
+ public:
+  using request = Local::request;
+  Damaging(Local inner, int bad_rank, int tag, std::function<void(std::vector<std::byte>&)> damage)
+      : inner_(std::move(inner)), bad_rank_(bad_rank), tag_(tag), damage_(std::move(damage)) {}
+  int rank() const { return inner_.rank(); }
+  int size() const { return inner_.size(); }
+  request isend_async(int peer, int tag, std::span<const std::byte> bytes) {
+    if (rank() != bad_rank_ || tag != tag_) return inner_.isend_async(peer, tag, bytes);
+    std::vector<std::byte> copy(bytes.begin(), bytes.end());
+    damage_(copy);
+    return inner_.isend_async(peer, tag, copy);  // Local copies at once
+  }
+  request irecv_async(int peer, int tag, std::span<std::byte> bytes) { return inner_.irecv_async(peer, tag, bytes); }
+  void wait(request& r) { inner_.wait(r); }
+  bool test(request& r) { return inner_.test(r); }
+  Damaging split(int color, int key) { return Damaging(inner_.split(color, key), -1, tag_, damage_); }
+
+ private:
+  Local inner_;
+  int bad_rank_;
+  int tag_;
+  std::function<void(std::vector<std::byte>&)> damage_;
+};
+
+constexpr int data_tag = 7002;  // Compressed's tag for block bytes
+constexpr int size_tag = 7001;  // and for the size words
+
+}  // namespace
+
+TEST_CASE("A peer that sends a corrupted block makes the receiver raise format_error, and nobody hangs",
+          "[collective][corruption]") {
+  const auto corrupt_header = [](std::vector<std::byte>& bytes) {
+    if (bytes.size() > 6) bytes[6] = std::byte{0x7F};  // the value-type tag
+  };
+  REQUIRE_THROWS_AS(run_local(4,
+                              [&](Local& t) {
+                                zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{
+                                    Damaging(t, 1, data_tag, corrupt_header), {.error_bound = zcoll::absolute(eb)}};
+                                const auto mine = contribution<float>(t.rank(), 3000);
+                                std::vector<float> all(3000 * 4);
+                                coll.allgather(std::span<const float>(mine), std::span<float>(all));
+                              }),
+                    zcoll::format_error);
+  const auto flip_everything = [](std::vector<std::byte>& bytes) {
+    for (std::size_t i = 40; i < bytes.size(); i += 3) bytes[i] ^= std::byte{0xA5};
+  };
+  REQUIRE_THROWS_AS(run_local(3,
+                              [&](Local& t) {
+                                zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{
+                                    Damaging(t, 2, data_tag, flip_everything), {.error_bound = zcoll::absolute(eb)}};
+                                auto data = contribution<float>(t.rank(), 9000);
+                                coll.allreduce(std::span<float>(data), zcoll::op::sum);
+                              }),
+                    zcoll::error);
+}
+
+namespace {
+
+/// Rank 0 announces and sends every block 10 bytes short: the sizes agree with what arrives, and the
+/// stream inside is truncated.
+struct Shortening {
+  using request = Local::request;
+  Local inner;
+  int rank() const { return inner.rank(); }
+  int size() const { return inner.size(); }
+  request isend_async(int peer, int tag, std::span<const std::byte> bytes) {
+    std::vector<std::byte> copy(bytes.begin(), bytes.end());
+    if (inner.rank() == 0 && tag == size_tag) {
+      for (std::size_t i = 0; i + 8 <= copy.size(); i += 8) {
+        std::uint64_t v;
+        std::memcpy(&v, copy.data() + i, 8);
+        v -= 10;
+        std::memcpy(copy.data() + i, &v, 8);
+      }
+    }
+    if (inner.rank() == 0 && tag == data_tag) copy.resize(copy.size() - 10);
+    return inner.isend_async(peer, tag, copy);
+  }
+  request irecv_async(int peer, int tag, std::span<std::byte> bytes) { return inner.irecv_async(peer, tag, bytes); }
+  void wait(request& r) { inner.wait(r); }
+  bool test(request& r) { return inner.test(r); }
+  Shortening split(int color, int key) { return Shortening{inner.split(color, key)}; }
+};
+
+}  // namespace
+
+TEST_CASE("A peer that sends a short block (its size word agreeing) makes the receiver raise format_error",
+          "[collective][corruption]") {
+  REQUIRE_THROWS_AS(run_local(3,
+                              [](Local& t) {
+                                zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> coll{
+                                    Shortening{t}, {.error_bound = zcoll::absolute(eb)}};
+                                auto data = contribution<float>(t.rank(), 4000);
+                                coll.bcast(std::span<float>(data), 0);
+                              }),
+                    zcoll::format_error);
+}
+
+TEST_CASE("Collective argument errors name the argument", "[collective]") {
+  run_local(2, [](Local& t) {
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+    std::vector<float> mine(10), all(15);
+    REQUIRE_THROWS_WITH(coll.allgather(std::span<const float>(mine), std::span<float>(all)),
+                        Catch::Contains("all holds 15 values, 20 expected"));
+    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{t, {.error_bound = zcoll::absolute(eb)}};
+    REQUIRE_THROWS_WITH(tree.bcast(std::span<float>(mine), 2), Catch::Contains("root 2 is not in [0, 2)"));
+  });
+}
