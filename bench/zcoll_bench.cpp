@@ -27,9 +27,15 @@
 #include <string_view>
 #include <vector>
 
+#include "coll_bench.hpp"
+#include "bench_common.hpp"
 #include "zcoll/zcoll.hpp"
 
 namespace {
+
+using zcoll_bench::median;
+using zcoll_bench::parse_number;
+using zcoll_bench::split;
 
 struct options {
   std::string input;
@@ -67,29 +73,10 @@ struct row {
   throw std::invalid_argument(message + "\n(run 'zcoll-bench --help' for the options)");
 }
 
-std::vector<std::string> split(std::string_view text, char separator) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(separator, start), text.size());
-    if (end > start) parts.emplace_back(text.substr(start, end - start));
-    start = end + 1;
-  }
-  return parts;
-}
 
-double parse_number(const std::string& text, const char* option) {
-  try {
-    std::size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used != text.size()) throw std::invalid_argument(text);
-    return value;
-  } catch (const std::exception&) {
-    usage_error(fmt::format("{}: '{}' is not a number", option, text));
-  }
-}
 
 const char* const help_text = R"(zcoll-bench codec: ratio, speed and error of zcoll codecs, beside a memcpy of the same buffer.
+(zcoll-bench coll: compressed collectives beside the uncompressed schedule and native MPI; see 'zcoll-bench coll --help'.)
 
 input (one of):
   --input FILE          raw little-endian values, C order
@@ -116,8 +103,8 @@ options parse(int argc, char** argv) {
     std::exit(argc < 2 ? 2 : 0);
   }
   if (std::string_view(argv[1]) != "codec") {
-    usage_error(fmt::format("unknown command '{}': this version has 'codec' (the collective and model "
-                            "benchmarks are not built yet)",
+    usage_error(fmt::format("unknown command '{}': this version has 'codec' and 'coll' (the model benchmark is "
+                            "not built yet)",
                             argv[1]));
   }
   options o;
@@ -221,11 +208,6 @@ std::vector<T> synthetic_values(const options& o) {
   return values;
 }
 
-double median(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  const std::size_t n = samples.size();
-  return n % 2 == 1 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
-}
 
 /// Median seconds of `repeat` runs of fn, after one warm-up run.
 template <class Fn>
@@ -414,6 +396,7 @@ int run(const options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "coll") return zcoll_bench::coll_main(argc, argv);
   try {
     const options o = parse(argc, argv);
     if (o.codecs == std::vector<std::string>{"list"}) {

@@ -1,0 +1,1100 @@
+// zcoll-bench coll: a compressed collective beside the same schedule uncompressed and the native MPI call.
+//
+//   mpirun -np 4 zcoll-bench coll --op allreduce --schedule ring --rel 1e-4 --sizes 1M:256M --synthetic smooth
+//   zcoll-bench coll --transport local:4 --op allgather --schedule ring --sizes 1M,4M --input FILE --csv out.csv
+//
+// One row per message size, nccl-tests style: size (bytes) and count (values) of the operation's large
+// buffer, then time, algbw and busbw of each variant, the speed-ups of the compressed variant, its ratio,
+// its max error and the bound its report states. The variants run one after the other on the same data in
+// the same run: the uncompressed schedule (Compressed<S, Identity>), the native MPI call (under MPI only)
+// and the compressed schedule (Compressed<S, Codec>).
+//
+// Timing: one warm-up call, then --repeat calls, each started after a barrier (a dissemination barrier
+// over the same transport). A call's time is the longest of the ranks' own times for it, and the table
+// reports the median of those over the repetitions. algbw = size / time; busbw = algbw × the nccl-tests
+// factor of the operation (allreduce 2(n-1)/n; reduce_scatter, allgather, alltoall, scatter, gather
+// (n-1)/n; bcast 1). Absolute CPU timings drift on a shared machine; the speed-ups, measured in the same
+// run, hold better.
+//
+// Error: data movement is compared with the exact values, rebuilt from the input generator (every rank
+// knows every rank's input); a reduction is compared with the uncompressed schedule's result, which adds
+// the same values in the same order. The max is over all elements of all ranks.
+
+#include "coll_bench.hpp"
+#include "bench_common.hpp"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <numbers>
+#include <optional>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "zcoll/collective/compressed.hpp"
+#include "zcoll/schedule/schedules.hpp"
+#include "zcoll/transport/any.hpp"
+#include "zcoll/transport/local.hpp"
+#include "zcoll/zcoll.hpp"
+
+#if ZCOLL_BENCH_HAS_MPI
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/environment.hpp>
+
+#include "zcoll/transport/mpi.hpp"
+#endif
+
+namespace zcoll_bench {
+
+namespace {
+
+using zcoll::schedule::collective_op;
+
+constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
+
+/// The hierarchical schedule's two levels: a tree inside groups of G consecutive ranks, recursive
+/// doubling among the group leaders.
+template <int GroupSize>
+using Hierarchical = zcoll::Hierarchical<zcoll::BinomialTree, zcoll::RecursiveDoubling, GroupSize>;
+
+struct coll_options {
+  std::string transport;   // "mpi" or "local"
+  int local_ranks = 0;     // for "local"
+  collective_op op = collective_op::allreduce;
+  std::string op_name = "allreduce";
+  std::string schedule = "ring";
+  int group_size = 8;
+  std::string codec = "fzlight";
+  zcoll::bound error_bound = zcoll::relative(1e-4);
+  std::vector<std::size_t> sizes_bytes;
+  std::string input;
+  std::string synthetic;
+  std::string type = "f32";
+  unsigned repeat = 5;
+  unsigned threads = 1;
+  std::uint32_t chunk_values = zcoll::collective_config{}.chunk_values;
+  int root = 0;
+  std::string csv;
+  std::string json;
+};
+
+/// The numbers of one variant at one size.
+struct variant_timing {
+  double time_us = not_measured;
+  double algbw_gb_per_s = not_measured;
+  double busbw_gb_per_s = not_measured;
+};
+
+/// One size: the three variants, the compressed one's ratio, error and bound.
+struct coll_row {
+  std::size_t size_bytes = 0;
+  std::size_t count = 0;
+  variant_timing native;
+  variant_timing uncompressed;
+  variant_timing compressed;
+  double speedup_vs_native = not_measured;
+  double speedup_vs_uncompressed = not_measured;
+  double ratio = 1.0;  // raw / sent bytes of the compressed variant, all ranks together
+  double max_abs_error = not_measured;
+  double error_bound = 0.0;  // the report's worst case, the largest over the ranks
+  double statistical_error_bound = 0.0;
+  int compressions_in_chain = 0;
+  bool bound_held = true;
+  double native_max_abs_error = not_measured;
+  double uncompressed_max_abs_error = not_measured;  // data movement only: a reduction's reference
+  // Time split of the compressed variant's last call, the largest over the ranks.
+  double compress_s = 0.0;
+  double communicate_s = 0.0;
+  double decompress_s = 0.0;
+  double reduce_s = 0.0;
+};
+
+[[noreturn]] void usage_error(const std::string& message) {
+  throw std::invalid_argument(message + "\n(run 'zcoll-bench coll --help' for the options)");
+}
+
+
+
+/// A whole number in [low, high].
+long long parse_integer(const std::string& text, const char* option, long long low, long long high) {
+  long long value = 0;
+  try {
+    std::size_t used = 0;
+    value = std::stoll(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    usage_error(fmt::format("{}: '{}' is not a whole number", option, text));
+  }
+  if (value < low || value > high) usage_error(fmt::format("{}: {} is outside [{}, {}]", option, value, low, high));
+  return value;
+}
+
+/// "4096", "64K", "1M", "2G" (binary multiples, as nccl-tests reads them).
+std::size_t parse_size(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string suffix = text.substr(digits);
+  std::size_t unit = 1;
+  if (suffix == "K" || suffix == "k") {
+    unit = std::size_t{1} << 10;
+  } else if (suffix == "M" || suffix == "m") {
+    unit = std::size_t{1} << 20;
+  } else if (suffix == "G" || suffix == "g") {
+    unit = std::size_t{1} << 30;
+  } else if (!suffix.empty()) {
+    usage_error(fmt::format("--sizes: '{}' is not a size in bytes (a number with an optional K, M or G)", text));
+  }
+  if (digits == 0) {
+    usage_error(fmt::format("--sizes: '{}' is not a size in bytes (a number with an optional K, M or G)", text));
+  }
+  constexpr std::size_t largest = std::size_t{1} << 40;
+  const auto value = parse_integer(text.substr(0, digits), "--sizes", 1, static_cast<long long>(largest));
+  const auto bytes = static_cast<std::size_t>(value);
+  if (bytes > largest / unit) usage_error(fmt::format("--sizes: '{}' is above 1 TiB", text));
+  return bytes * unit;
+}
+
+/// "A:B": A, 2A, 4A, ... up to B; or "A,B,C".
+std::vector<std::size_t> parse_sizes(const std::string& text) {
+  std::vector<std::size_t> sizes;
+  if (const auto colon = text.find(':'); colon != std::string::npos) {
+    const std::size_t first = parse_size(text.substr(0, colon));
+    const std::size_t last = parse_size(text.substr(colon + 1));
+    if (first > last) usage_error(fmt::format("--sizes: '{}' starts above its end", text));
+    for (std::size_t s = first; s <= last; s *= 2) {
+      sizes.push_back(s);
+      if (s > last / 2) break;
+    }
+  } else {
+    for (const auto& part : split(text, ',')) sizes.push_back(parse_size(part));
+  }
+  if (sizes.empty()) usage_error("--sizes: no size given");
+  return sizes;
+}
+
+struct op_entry {
+  const char* name;
+  collective_op op;
+};
+
+constexpr std::array<op_entry, 7> op_table = {{{"allreduce", collective_op::allreduce},
+                                               {"reduce_scatter", collective_op::reduce_scatter},
+                                               {"allgather", collective_op::allgather},
+                                               {"bcast", collective_op::bcast},
+                                               {"scatter", collective_op::scatter},
+                                               {"gather", collective_op::gather},
+                                               {"alltoall", collective_op::alltoall}}};
+
+/// Whether Compressed<S, ...> has the operation: allreduce also from reduce_scatter + allgather.
+template <class S>
+constexpr bool serves(collective_op op) {
+  if (op == collective_op::allreduce) {
+    return S::supports(op) || (S::supports(collective_op::reduce_scatter) && S::supports(collective_op::allgather));
+  }
+  return S::supports(op);
+}
+
+struct schedule_entry {
+  const char* name;
+  bool (*serves)(collective_op);
+};
+
+constexpr std::array<schedule_entry, 5> schedule_table = {{{"ring", &serves<zcoll::Ring>},
+                                                           {"recursive_doubling", &serves<zcoll::RecursiveDoubling>},
+                                                           {"binomial_tree", &serves<zcoll::BinomialTree>},
+                                                           {"pairwise", &serves<zcoll::Pairwise>},
+                                                           {"hierarchical", &serves<Hierarchical<8>>}}};
+
+bool is_reduction(collective_op op) { return op == collective_op::allreduce || op == collective_op::reduce_scatter; }
+
+/// Operations whose large buffer is cut into one block per rank.
+bool is_blocked(collective_op op) { return op != collective_op::allreduce && op != collective_op::bcast; }
+
+bool is_rooted(collective_op op) {
+  return op == collective_op::bcast || op == collective_op::scatter || op == collective_op::gather;
+}
+
+/// nccl-tests' busbw / algbw: what each rank must move over its link, as a multiple of the size.
+double bus_factor(collective_op op, int ranks) {
+  const double n = ranks;
+  switch (op) {
+    case collective_op::allreduce:
+      return 2.0 * (n - 1.0) / n;
+    case collective_op::bcast:
+      return 1.0;
+    default:
+      return (n - 1.0) / n;
+  }
+}
+
+const char* const help_text = R"(zcoll-bench coll: a compressed collective beside the same schedule uncompressed and the native MPI
+call, nccl-tests style: one row per size, with time, algbw and busbw of each variant, the speed-ups of the
+compressed one, its ratio, its max error and the bound its report states.
+
+  mpirun -np 4 zcoll-bench coll --op allreduce --schedule ring --codec fzlight --rel 1e-4 --sizes 1M:256M --synthetic smooth
+  zcoll-bench coll --transport local:4 --op allgather --schedule ring --sizes 1M:8M --input FILE --type f32
+
+transport:
+  --transport mpi|local:N   mpi: the ranks of mpirun, with the native MPI row (the default when built with
+                            MPI); local:N: N threads over transport::Local, no mpirun, no native row
+                            (the default is local:4 when built without MPI)
+collective:
+  --op NAME             allreduce (sum) | reduce_scatter (sum) | allgather | bcast | scatter | gather | alltoall
+  --schedule NAME       ring (allgather, reduce_scatter, allreduce) | recursive_doubling (allreduce,
+                        allgather) | binomial_tree (bcast, scatter, gather) | pairwise (alltoall) |
+                        hierarchical (allreduce; binomial tree in groups, recursive doubling across)
+  --group-size 2|4|8    ranks per group of the hierarchical schedule (default 8)
+  --root R              root of bcast, scatter and gather (default 0)
+codec:
+  --codec fzlight|identity    (default fzlight)
+  --abs E | --rel R     one error bound, absolute or relative to the value range (default --rel 1e-4)
+  --chunk N             values per codec chunk (multiple of 32, default 4096)
+  --threads N           codec threads per rank (default 1)
+sizes and data:
+  --sizes A:B | A,B,C   bytes of the operation's large buffer (allreduce, bcast: the buffer; allgather,
+                        gather: the result; reduce_scatter, scatter, alltoall: the input), K/M/G suffixes
+                        (binary); A:B is every power-of-two multiple of A up to B (default 1M:16M). The
+                        count is rounded down to a multiple of the ranks where the buffer is cut in blocks.
+  --input FILE          raw little-endian values: each rank's data is the file rotated by rank/N of its
+                        length, repeated or truncated to the size
+  --type f32|f64        value type (default f32)
+  --synthetic NAME      smooth | random, generated at each size, rotated per rank the same way
+run and output:
+  --repeat N            timed calls after one warm-up; the median is reported (default 5)
+  --csv FILE, --json FILE     the rows for tools (rank 0 writes them)
+
+Exit status: 0; 2 for a wrong option; 3 when a compressed result broke its stated bound (or the
+uncompressed schedule moved data inexactly); 1 for any other failure.
+)";
+
+/// nullopt: --help was given.
+std::optional<coll_options> parse_coll(int argc, char** argv) {
+  coll_options o;
+#if ZCOLL_BENCH_HAS_MPI
+  o.transport = "mpi";
+#else
+  o.transport = "local";
+  o.local_ranks = 4;
+#endif
+  int bounds_given = 0;
+  std::string sizes_text = "1M:16M";
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") return std::nullopt;
+    if (flag.rfind("--", 0) != 0) usage_error(fmt::format("'{}' is not an option", flag));
+    if (i + 1 >= argc) usage_error(fmt::format("{} needs a value", flag));
+    const std::string value = argv[++i];
+    if (flag == "--transport") {
+      if (value == "mpi") {
+        o.transport = "mpi";
+      } else if (value.rfind("local:", 0) == 0) {
+        o.transport = "local";
+        o.local_ranks = static_cast<int>(parse_integer(value.substr(6), "--transport local:N", 1, 1024));
+      } else {
+        usage_error(fmt::format("--transport: '{}' is neither 'mpi' nor 'local:N'", value));
+      }
+    } else if (flag == "--op") {
+      const auto entry = std::find_if(op_table.begin(), op_table.end(), [&](const op_entry& e) { return value == e.name; });
+      if (entry == op_table.end()) {
+        usage_error(fmt::format("--op: unknown operation '{}' (allreduce, reduce_scatter, allgather, bcast, scatter, "
+                                "gather, alltoall)",
+                                value));
+      }
+      o.op = entry->op;
+      o.op_name = entry->name;
+    } else if (flag == "--schedule") {
+      o.schedule = value;
+    } else if (flag == "--group-size") {
+      o.group_size = static_cast<int>(parse_integer(value, "--group-size", 1, 1 << 20));
+      if (o.group_size != 2 && o.group_size != 4 && o.group_size != 8) {
+        usage_error(fmt::format("--group-size: {} is not 2, 4 or 8", value));
+      }
+    } else if (flag == "--root") {
+      o.root = static_cast<int>(parse_integer(value, "--root", 0, 1 << 20));
+    } else if (flag == "--codec") {
+      if (value != "fzlight" && value != "identity") {
+        usage_error(fmt::format("--codec: unknown codec '{}' (fzlight, identity)", value));
+      }
+      o.codec = value;
+    } else if (flag == "--abs" || flag == "--rel") {
+      const double eb = parse_number(value, flag.c_str());
+      if (!std::isfinite(eb) || eb < 0) usage_error(fmt::format("{}: {} must be finite and >= 0", flag, value));
+      o.error_bound = flag == "--abs" ? zcoll::absolute(eb) : zcoll::relative(eb);
+      ++bounds_given;
+    } else if (flag == "--chunk") {
+      o.chunk_values = static_cast<std::uint32_t>(parse_integer(value, "--chunk", 32, 1 << 24));
+      if (o.chunk_values % 32 != 0) usage_error(fmt::format("--chunk: {} is not a multiple of 32", value));
+    } else if (flag == "--threads") {
+      o.threads = static_cast<unsigned>(parse_integer(value, "--threads", 1, 1024));
+    } else if (flag == "--sizes") {
+      sizes_text = value;
+    } else if (flag == "--input") {
+      o.input = value;
+    } else if (flag == "--type") {
+      if (value != "f32" && value != "f64") usage_error(fmt::format("--type: '{}' is neither f32 nor f64", value));
+      o.type = value;
+    } else if (flag == "--synthetic") {
+      if (value != "smooth" && value != "random") {
+        usage_error(fmt::format("--synthetic: unknown data set '{}' (smooth, random)", value));
+      }
+      o.synthetic = value;
+    } else if (flag == "--repeat") {
+      o.repeat = static_cast<unsigned>(parse_integer(value, "--repeat", 1, 1000000));
+    } else if (flag == "--csv") {
+      o.csv = value;
+    } else if (flag == "--json") {
+      o.json = value;
+    } else {
+      usage_error(fmt::format("unknown option '{}'", flag));
+    }
+  }
+  o.sizes_bytes = parse_sizes(sizes_text);
+  if (bounds_given > 1) usage_error("give one error bound: --abs E or --rel R, once");
+  if (o.input.empty() == o.synthetic.empty()) usage_error("give exactly one of --input FILE and --synthetic NAME");
+  const auto schedule = std::find_if(schedule_table.begin(), schedule_table.end(),
+                                     [&](const schedule_entry& e) { return o.schedule == e.name; });
+  if (schedule == schedule_table.end()) {
+    usage_error(fmt::format("--schedule: unknown schedule '{}' (ring, recursive_doubling, binomial_tree, pairwise, "
+                            "hierarchical)",
+                            o.schedule));
+  }
+  if (!schedule->serves(o.op)) {
+    std::string serving;
+    for (const auto& e : schedule_table) {
+      if (e.serves(o.op)) serving += std::string(serving.empty() ? "" : ", ") + e.name;
+    }
+    usage_error(fmt::format("--schedule {} cannot run {}; the schedules that can: {}", o.schedule, o.op_name, serving));
+  }
+#if !ZCOLL_BENCH_HAS_MPI
+  if (o.transport == "mpi") usage_error("--transport mpi: this zcoll-bench was built without MPI; use --transport local:N");
+#endif
+  return o;
+}
+
+/// The sizes of one operation at one size: the large buffer is `count` values, cut in blocks of `block`.
+struct geometry {
+  std::size_t count = 0;
+  std::size_t block = 0;
+  std::size_t data_values = 0;    // one rank's data set (where it has one): what the synthetic base is made for
+  std::size_t input_values = 0;   // this rank's input
+  std::size_t output_values = 0;  // this rank's result
+};
+
+geometry geometry_of(collective_op op, std::size_t size_bytes, std::size_t value_bytes, int ranks, int rank, int root) {
+  const auto p = static_cast<std::size_t>(ranks);
+  geometry g;
+  g.count = size_bytes / value_bytes;
+  if (is_blocked(op)) g.count -= g.count % p;
+  g.block = g.count / p;
+  const bool is_root = rank == root;
+  switch (op) {
+    case collective_op::allreduce:
+    case collective_op::alltoall:
+      g.data_values = g.input_values = g.output_values = g.count;
+      break;
+    case collective_op::reduce_scatter:
+      g.data_values = g.input_values = g.count;
+      g.output_values = g.block;
+      break;
+    case collective_op::allgather:
+      g.data_values = g.input_values = g.block;
+      g.output_values = g.count;
+      break;
+    case collective_op::bcast:
+      g.data_values = g.output_values = g.count;
+      g.input_values = is_root ? g.count : 0;
+      break;
+    case collective_op::scatter:
+      g.data_values = g.count;
+      g.input_values = is_root ? g.count : 0;
+      g.output_values = g.block;
+      break;
+    case collective_op::gather:
+      g.data_values = g.input_values = g.block;
+      g.output_values = is_root ? g.count : 0;
+      break;
+    default:
+      break;
+  }
+  return g;
+}
+
+/// What can only be checked once the number of ranks is known; the same answer on every rank.
+void validate_for_ranks(const coll_options& o, int ranks, std::size_t value_bytes) {
+  if (is_rooted(o.op) && o.root >= ranks) {
+    usage_error(fmt::format("--root: {} is not a rank of the {} ranks", o.root, ranks));
+  }
+  for (const std::size_t size_bytes : o.sizes_bytes) {
+    const geometry g = geometry_of(o.op, size_bytes, value_bytes, ranks, 0, 0);
+    if (g.count == 0) {
+      usage_error(fmt::format("--sizes: {} bytes hold no {} value{}", size_bytes, value_bytes == 4 ? "f32" : "f64",
+                              is_blocked(o.op) ? fmt::format(" per rank for {} ranks", ranks) : ""));
+    }
+  }
+}
+
+template <class T>
+std::vector<T> read_values(const std::string& path, const std::string& type) {
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
+  if (!file) usage_error(fmt::format("--input: cannot open '{}'", path));
+  const auto size_bytes = static_cast<std::size_t>(file.tellg());
+  if (size_bytes % sizeof(T) != 0 || size_bytes == 0) {
+    usage_error(fmt::format("--input: '{}' has {} bytes, not a whole, positive number of {} values", path, size_bytes,
+                            type));
+  }
+  std::vector<T> values(size_bytes / sizeof(T));
+  file.seekg(0);
+  file.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(size_bytes));
+  if (!file) throw std::runtime_error(fmt::format("--input: cannot read '{}'", path));
+  return values;
+}
+
+/// The synthetic data sets of `zcoll-bench codec`, with the same formulas and seed.
+template <class T>
+std::vector<T> synthetic_values(const std::string& name, std::size_t count) {
+  std::vector<T> values(count);
+  std::mt19937_64 random(42);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  const double n = static_cast<double>(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double t = static_cast<double>(i) / n;
+    const double v = name == "smooth"
+                         ? std::sin(2 * std::numbers::pi * 7 * t) + 0.3 * std::sin(2 * std::numbers::pi * 131 * t) +
+                               0.01 * uniform(random)
+                         : uniform(random);
+    values[i] = static_cast<T>(v);
+  }
+  return values;
+}
+
+/// |a - b|, with two NaNs equal and a NaN against a number infinitely wrong.
+template <class T>
+double difference(T a, T b) {
+  if (a == b) return 0.0;
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0.0 : std::numeric_limits<double>::infinity();
+  return std::abs(static_cast<double>(a) - static_cast<double>(b));
+}
+
+template <class T>
+double max_error(std::span<const T> got, std::span<const T> want) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, difference(got[i], want[i]));
+  return worst;
+}
+
+/// Every rank's data: rank q's value i is base[(i + q·L/N) mod L], the base of L values rotated by q/N of
+/// its length and repeated, so any rank can rebuild any other rank's input.
+template <class T>
+class rank_data {
+ public:
+  rank_data(std::span<const T> base, int ranks) : base_(base), ranks_(static_cast<std::size_t>(ranks)) {}
+
+  /// out = rank q's values first, first + 1, ...
+  void fill(int q, std::size_t first, std::span<T> out) const {
+    for_runs(q, first, out.size(), [&](std::size_t at, std::span<const T> run) {
+      std::copy(run.begin(), run.end(), out.begin() + static_cast<std::ptrdiff_t>(at));
+    });
+  }
+
+  /// max |got - rank q's values first, first + 1, ...|.
+  double max_error_against(int q, std::size_t first, std::span<const T> got) const {
+    double worst = 0.0;
+    for_runs(q, first, got.size(), [&](std::size_t at, std::span<const T> run) {
+      worst = std::max(worst, max_error(got.subspan(at, run.size()), run));
+    });
+    return worst;
+  }
+
+ private:
+  template <class Fn>
+  void for_runs(int q, std::size_t first, std::size_t count, Fn&& fn) const {
+    const std::size_t length = base_.size();
+    std::size_t position = (first + static_cast<std::size_t>(q) * length / ranks_) % length;
+    for (std::size_t done = 0; done < count;) {
+      const std::size_t run = std::min(length - position, count - done);
+      fn(done, base_.subspan(position, run));
+      done += run;
+      position = 0;
+    }
+  }
+
+  std::span<const T> base_;
+  std::size_t ranks_;
+};
+
+/// Barrier and reductions for the benchmark's own bookkeeping, over the benchmark's transport (tags
+/// apart from Compressed's).
+class control_channel {
+ public:
+  explicit control_channel(zcoll::transport::AnyTransport transport) : transport_(std::move(transport)) {}
+
+  int rank() const { return transport_.rank(); }
+  int size() const { return transport_.size(); }
+
+  /// Dissemination barrier: ceil(log2 p) rounds, one byte to rank + 2^k and from rank - 2^k.
+  void barrier() {
+    const int p = size(), me = rank();
+    for (int distance = 1; distance < p; distance *= 2) {
+      const std::byte out{1};
+      std::byte in{};
+      auto received = transport_.irecv_async((me - distance + p) % p, barrier_tag, std::span<std::byte>(&in, 1));
+      auto sent = transport_.isend_async((me + distance) % p, barrier_tag, std::span<const std::byte>(&out, 1));
+      transport_.wait(sent);
+      transport_.wait(received);
+    }
+  }
+
+  /// On rank 0, values becomes the element-wise combine of every rank's values; unchanged elsewhere.
+  template <class Combine>
+  void reduce_to_root(std::span<double> values, Combine combine) {
+    if (rank() != 0) {
+      auto sent = transport_.isend_async(0, reduce_tag, std::as_bytes(values));
+      transport_.wait(sent);
+      return;
+    }
+    std::vector<double> incoming(values.size());
+    for (int q = 1; q < size(); ++q) {
+      auto received = transport_.irecv_async(q, reduce_tag, std::as_writable_bytes(std::span(incoming)));
+      transport_.wait(received);
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = combine(values[i], incoming[i]);
+    }
+  }
+
+ private:
+  static constexpr int barrier_tag = 7301;
+  static constexpr int reduce_tag = 7302;
+  zcoll::transport::AnyTransport transport_;
+};
+
+/// What one rank runs the benchmark with.
+template <class T>
+struct rank_env {
+  control_channel control;
+  std::function<zcoll::transport::AnyTransport()> connect;  // a handle on the group, for one Compressed
+  /// The native call (in, out, root); empty without MPI.
+  std::function<void(collective_op, std::span<const T>, std::span<T>, int)> native;
+};
+
+/// The call of `op` on a Compressed whose schedule serves it (only those are instantiated).
+template <class T, class S, class Codec>
+void invoke(zcoll::Compressed<S, Codec>& coll, collective_op op, std::span<const T> in, std::span<T> out, int root) {
+  switch (op) {
+    case collective_op::allreduce:
+      if constexpr (serves<S>(collective_op::allreduce)) return coll.template allreduce<T>(out, zcoll::op::sum);
+      break;
+    case collective_op::reduce_scatter:
+      if constexpr (S::supports(collective_op::reduce_scatter)) {
+        return coll.template reduce_scatter<T>(in, out, zcoll::op::sum);
+      }
+      break;
+    case collective_op::allgather:
+      if constexpr (S::supports(collective_op::allgather)) return coll.template allgather<T>(in, out);
+      break;
+    case collective_op::bcast:
+      if constexpr (S::supports(collective_op::bcast)) return coll.template bcast<T>(out, root);
+      break;
+    case collective_op::scatter:
+      if constexpr (S::supports(collective_op::scatter)) return coll.template scatter<T>(in, out, root);
+      break;
+    case collective_op::gather:
+      if constexpr (S::supports(collective_op::gather)) return coll.template gather<T>(in, out, root);
+      break;
+    case collective_op::alltoall:
+      if constexpr (S::supports(collective_op::alltoall)) return coll.template alltoall<T>(in, out);
+      break;
+    default:
+      break;
+  }
+  throw std::logic_error(fmt::format("zcoll-bench coll: schedule {} has no such operation", S::name));
+}
+
+
+/// One warm-up call, then `repeat` timed calls; each call after prepare() (not timed) and a barrier.
+/// Returns this rank's seconds per timed call.
+template <class Prepare, class Call>
+std::vector<double> time_calls(control_channel& control, unsigned repeat, Prepare&& prepare, Call&& call) {
+  std::vector<double> seconds;
+  for (unsigned r = 0; r <= repeat; ++r) {
+    prepare();
+    control.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r > 0) seconds.push_back(elapsed);
+  }
+  return seconds;
+}
+
+/// This rank's measurements at one size, before they are combined over the ranks.
+struct rank_numbers {
+  std::vector<double> native_s, uncompressed_s, compressed_s;
+  double native_error = -1.0, uncompressed_error = -1.0, compressed_error = -1.0;  // -1: not measured
+  double reference_magnitude = 0.0;  // max |reference| of a reduction
+  zcoll::collective_report report;   // the compressed variant's last call
+};
+
+/// Combines every rank's numbers on rank 0 into the row (all ranks must call it).
+coll_row combine(control_channel& control, const coll_options& o, std::size_t count, std::size_t value_bytes,
+                 const rank_numbers& mine) {
+  const std::size_t repeat = o.repeat;
+  std::vector<double> maxima;
+  const auto append = [&](const std::vector<double>& seconds) {
+    if (seconds.empty()) {
+      maxima.insert(maxima.end(), repeat, -1.0);
+    } else {
+      maxima.insert(maxima.end(), seconds.begin(), seconds.end());
+    }
+  };
+  append(mine.native_s);
+  append(mine.uncompressed_s);
+  append(mine.compressed_s);
+  const std::size_t scalars = maxima.size();
+  maxima.insert(maxima.end(), {mine.native_error, mine.uncompressed_error, mine.compressed_error, mine.reference_magnitude,
+                               mine.report.error_bound, mine.report.statistical_error_bound,
+                               static_cast<double>(mine.report.compressions_in_chain), mine.report.compress_s,
+                               mine.report.communicate_s, mine.report.decompress_s, mine.report.reduce_s});
+  control.reduce_to_root(maxima, [](double a, double b) { return std::max(a, b); });
+  std::array<double, 2> sums = {static_cast<double>(mine.report.raw_bytes_sent),
+                                static_cast<double>(mine.report.bytes_sent)};
+  control.reduce_to_root(sums, [](double a, double b) { return a + b; });
+
+  coll_row row;
+  if (control.rank() != 0) return row;
+  row.size_bytes = count * value_bytes;
+  row.count = count;
+  const double factor = bus_factor(o.op, control.size());
+  const auto timing = [&](std::size_t variant) {
+    variant_timing t;
+    if (maxima[variant * repeat] < 0) return t;
+    const double seconds = median({maxima.begin() + static_cast<std::ptrdiff_t>(variant * repeat),
+                                   maxima.begin() + static_cast<std::ptrdiff_t>((variant + 1) * repeat)});
+    t.time_us = seconds * 1e6;
+    t.algbw_gb_per_s = static_cast<double>(row.size_bytes) / 1e9 / seconds;
+    t.busbw_gb_per_s = t.algbw_gb_per_s * factor;
+    return t;
+  };
+  row.native = timing(0);
+  row.uncompressed = timing(1);
+  row.compressed = timing(2);
+  row.speedup_vs_native = row.native.time_us / row.compressed.time_us;
+  row.speedup_vs_uncompressed = row.uncompressed.time_us / row.compressed.time_us;
+  const auto error = [](double e) { return e < 0 ? not_measured : e; };
+  const double* s = maxima.data() + scalars;
+  row.native_max_abs_error = error(s[0]);
+  row.uncompressed_max_abs_error = error(s[1]);
+  row.max_abs_error = error(s[2]);
+  const double reference_magnitude = s[3];
+  row.error_bound = s[4];
+  row.statistical_error_bound = s[5];
+  row.compressions_in_chain = static_cast<int>(s[6]);
+  row.compress_s = s[7];
+  row.communicate_s = s[8];
+  row.decompress_s = s[9];
+  row.reduce_s = s[10];
+  row.ratio = sums[1] > 0 ? sums[0] / sums[1] : 1.0;
+  // A reduction's result is compared with the uncompressed one, whose float additions round differently:
+  // allow a few roundings of the largest result on top of the stated bound.
+  const double epsilon = value_bytes == 4 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
+  const double rounding = is_reduction(o.op) ? 2.0 * control.size() * epsilon * reference_magnitude : 0.0;
+  row.bound_held = row.max_abs_error <= row.error_bound + rounding;
+  return row;
+}
+
+/// Every size, for one schedule and codec, on this rank; the rows on rank 0 (empty elsewhere).
+template <class T, class S, class Codec>
+std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_values, rank_env<T>& env) {
+  const int me = env.control.rank(), p = env.control.size();
+  const zcoll::collective_config config{
+      .error_bound = o.error_bound, .chunk_values = o.chunk_values, .threads = o.threads};
+  const collective_op op = o.op;
+  const bool reduction = is_reduction(op);
+  std::vector<coll_row> rows;
+  for (const std::size_t size_bytes : o.sizes_bytes) {
+    const geometry g = geometry_of(op, size_bytes, sizeof(T), p, me, o.root);
+    std::vector<T> generated;
+    std::span<const T> base = file_values;
+    if (base.empty()) {
+      generated = synthetic_values<T>(o.synthetic, g.data_values);
+      base = generated;
+    }
+    const rank_data<T> data(base, p);
+    std::vector<T> input(g.input_values), output(g.output_values), reference;
+    // bcast and scatter send the root's data; every other operation sends each rank's own.
+    const bool from_root = op == collective_op::bcast || op == collective_op::scatter;
+    data.fill(from_root ? o.root : me, 0, input);
+    const std::span<const T> in(input);
+    const std::span<T> out(output);
+
+    // In-place operations start from the input again at every call; the others overwrite out.
+    const auto prepare = [&] {
+      if (op == collective_op::allreduce || (op == collective_op::bcast && me == o.root)) {
+        std::copy(input.begin(), input.end(), output.begin());
+      }
+    };
+    const std::size_t n = g.block;
+    const auto error_of = [&](std::span<const T> result) {
+      if (reduction) return max_error<T>(result, reference);
+      double worst = 0.0;
+      switch (op) {
+        case collective_op::allgather:
+          for (int b = 0; b < p; ++b) worst = std::max(worst, data.max_error_against(b, 0, result.subspan(b * n, n)));
+          break;
+        case collective_op::bcast:
+          worst = data.max_error_against(o.root, 0, result);
+          break;
+        case collective_op::scatter:
+          worst = data.max_error_against(o.root, static_cast<std::size_t>(me) * n, result);
+          break;
+        case collective_op::gather:
+          for (int b = 0; b < p && me == o.root; ++b) {
+            worst = std::max(worst, data.max_error_against(b, 0, result.subspan(b * n, n)));
+          }
+          break;
+        case collective_op::alltoall:
+          for (int b = 0; b < p; ++b) {
+            worst = std::max(worst, data.max_error_against(b, static_cast<std::size_t>(me) * n, result.subspan(b * n, n)));
+          }
+          break;
+        default:
+          break;
+      }
+      return worst;
+    };
+
+    rank_numbers numbers;
+    // The uncompressed schedule first: its result is the reference of a reduction. Each Compressed lives
+    // for one size only, so that its scratch is freed before the next variant.
+    {
+      zcoll::Compressed<S, zcoll::Identity> plain{env.connect(), config};
+      std::fill(output.begin(), output.end(), T(0));
+      numbers.uncompressed_s = time_calls(env.control, o.repeat, prepare, [&] { invoke<T>(plain, op, in, out, o.root); });
+      if (reduction) {
+        reference = output;
+        for (const T v : reference) {
+          if (!std::isfinite(v)) continue;
+          numbers.reference_magnitude = std::max(numbers.reference_magnitude, std::abs(static_cast<double>(v)));
+        }
+      } else {
+        numbers.uncompressed_error = error_of(out);
+      }
+    }
+    if (env.native) {
+      std::fill(output.begin(), output.end(), T(0));
+      numbers.native_s = time_calls(env.control, o.repeat, prepare, [&] { env.native(op, in, out, o.root); });
+      numbers.native_error = error_of(out);
+    }
+    {
+      zcoll::Compressed<S, Codec> packed{env.connect(), config};
+      std::fill(output.begin(), output.end(), T(0));
+      numbers.compressed_s = time_calls(env.control, o.repeat, prepare, [&] { invoke<T>(packed, op, in, out, o.root); });
+      numbers.compressed_error = error_of(out);
+      numbers.report = packed.last_report();
+    }
+    rows.push_back(combine(env.control, o, g.count, sizeof(T), numbers));
+  }
+  if (me != 0) rows.clear();
+  return rows;
+}
+
+template <class T, class S>
+std::vector<coll_row> run_codec(const coll_options& o, std::span<const T> file_values, rank_env<T>& env) {
+  if (o.codec == "identity") return run_sizes<T, S, zcoll::Identity>(o, file_values, env);
+  return run_sizes<T, S, zcoll::FZLight>(o, file_values, env);
+}
+
+template <class T>
+std::vector<coll_row> run_schedule(const coll_options& o, std::span<const T> file_values, rank_env<T>& env) {
+  if (o.schedule == "ring") return run_codec<T, zcoll::Ring>(o, file_values, env);
+  if (o.schedule == "recursive_doubling") return run_codec<T, zcoll::RecursiveDoubling>(o, file_values, env);
+  if (o.schedule == "binomial_tree") return run_codec<T, zcoll::BinomialTree>(o, file_values, env);
+  if (o.schedule == "pairwise") return run_codec<T, zcoll::Pairwise>(o, file_values, env);
+  if (o.group_size == 2) return run_codec<T, Hierarchical<2>>(o, file_values, env);
+  if (o.group_size == 4) return run_codec<T, Hierarchical<4>>(o, file_values, env);
+  return run_codec<T, Hierarchical<8>>(o, file_values, env);
+}
+
+// ---- output --------------------------------------------------------------------------------------------
+
+std::string cell(double v, const char* format) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format(fmt::runtime(format), v);
+}
+
+std::string codec_title(const coll_options& o) {
+  if (o.codec == "identity") return "identity";
+  return fmt::format("fzlight ({}, {})", zcoll::FZLight::name(), zcoll::to_string(o.error_bound));
+}
+
+std::string schedule_title(const coll_options& o) {
+  if (o.schedule != "hierarchical") return o.schedule;
+  return fmt::format("hierarchical (binomial_tree in groups of {}, recursive_doubling)", o.group_size);
+}
+
+void print_table(const coll_options& o, const std::string& data, const std::string& transport, int ranks, bool native,
+                 const std::vector<coll_row>& rows) {
+  fmt::print("# zcoll-bench coll: {}{}, schedule {}, codec {}\n", o.op_name,
+             is_reduction(o.op) ? " (sum)" : (is_rooted(o.op) ? fmt::format(" (root {})", o.root) : ""), schedule_title(o),
+             codec_title(o));
+  fmt::print("# transport {}, {} ranks; data {}, {}; {} codec thread(s) per rank, chunk {}\n", transport, ranks, data, o.type,
+             o.threads, o.chunk_values);
+  fmt::print("# time: median of {} calls after 1 warm-up, each the slowest rank's, started after a barrier; "
+             "busbw = algbw x {:.4g}\n",
+             o.repeat, bus_factor(o.op, ranks));
+  fmt::print("# ratio: raw / compressed bytes sent by all ranks; max error against the {}; bound: the report's worst "
+             "case\n#\n",
+             is_reduction(o.op) ? "uncompressed schedule's result" : "input");
+  const std::string group = "{:^26}";
+  std::string line = fmt::format("# {:>10} {:>12}", "", "");
+  if (native) line += " " + fmt::format(fmt::runtime(group), "native MPI");
+  line += " " + fmt::format(fmt::runtime(group), "uncompressed schedule");
+  line += " " + fmt::format(fmt::runtime(group), "compressed schedule");
+  fmt::print("{}\n", line);
+  line = fmt::format("# {:>10} {:>12}", "size", "count");
+  std::string units = fmt::format("# {:>10} {:>12}", "(B)", "(values)");
+  for (int v = native ? 0 : 1; v < 3; ++v) {
+    line += fmt::format(" {:>10} {:>7} {:>7}", "time", "algbw", "busbw");
+    units += fmt::format(" {:>10} {:>7} {:>7}", "(us)", "(GB/s)", "(GB/s)");
+  }
+  if (native) {
+    line += fmt::format(" {:>8}", "x native");
+    units += fmt::format(" {:>8}", "");
+  }
+  line += fmt::format(" {:>8} {:>8} {:>10} {:>10} {:>4}", "x uncomp", "ratio", "max error", "bound", "held");
+  fmt::print("{}\n{}\n", line, units);
+  for (const auto& r : rows) {
+    line = fmt::format("  {:>10} {:>12}", r.size_bytes, r.count);
+    const auto variant = [&](const variant_timing& t) {
+      return fmt::format(" {:>10} {:>7} {:>7}", cell(t.time_us, "{:.1f}"), cell(t.algbw_gb_per_s, "{:.2f}"),
+                         cell(t.busbw_gb_per_s, "{:.2f}"));
+    };
+    if (native) line += variant(r.native);
+    line += variant(r.uncompressed);
+    line += variant(r.compressed);
+    if (native) line += fmt::format(" {:>8}", cell(r.speedup_vs_native, "{:.2f}"));
+    line += fmt::format(" {:>8} {:>8} {:>10} {:>10} {:>4}", cell(r.speedup_vs_uncompressed, "{:.2f}"), cell(r.ratio, "{:.2f}"),
+                        cell(r.max_abs_error, "{:.3e}"), cell(r.error_bound, "{:.3e}"), r.bound_held ? "yes" : "NO");
+    fmt::print("{}\n", line);
+  }
+  for (const auto& r : rows) {
+    if (!is_reduction(o.op) && r.uncompressed_max_abs_error != 0.0) {
+      fmt::print("# WARNING: the uncompressed schedule's result at {} bytes is off by {} (it should be exact)\n",
+                 r.size_bytes, cell(r.uncompressed_max_abs_error, "{:.3e}"));
+    }
+    if (!is_reduction(o.op) && native && r.native_max_abs_error != 0.0) {
+      fmt::print("# WARNING: the native result at {} bytes is off by {} (it should be exact)\n", r.size_bytes,
+                 cell(r.native_max_abs_error, "{:.3e}"));
+    }
+  }
+  const bool held = std::all_of(rows.begin(), rows.end(), [](const coll_row& r) { return r.bound_held; });
+  fmt::print("# compressed result within the stated bound at every size: {}\n", held ? "yes" : "NO");
+}
+
+std::string csv_number(double v) { return std::isnan(v) ? std::string() : fmt::format("{:.9g}", v); }
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"; }
+
+void write_csv(const coll_options& o, const std::string& data, const std::string& transport, int ranks,
+               const std::vector<coll_row>& rows) {
+  std::FILE* f = std::fopen(o.csv.c_str(), "w");
+  if (!f) throw std::runtime_error(fmt::format("--csv: cannot write '{}'", o.csv));
+  fmt::print(f,
+             "op,schedule,codec,bound,transport,ranks,type,data,threads,repeat,size_bytes,count,"
+             "native_time_us,native_algbw_gb_per_s,native_busbw_gb_per_s,"
+             "uncompressed_time_us,uncompressed_algbw_gb_per_s,uncompressed_busbw_gb_per_s,"
+             "compressed_time_us,compressed_algbw_gb_per_s,compressed_busbw_gb_per_s,"
+             "speedup_vs_native,speedup_vs_uncompressed,ratio,max_abs_error,error_bound,statistical_error_bound,"
+             "compressions_in_chain,bound_held,native_max_abs_error,uncompressed_max_abs_error,"
+             "compress_s,communicate_s,decompress_s,reduce_s\n");
+  const std::string schedule = o.schedule == "hierarchical" ? fmt::format("hierarchical:{}", o.group_size) : o.schedule;
+  for (const auto& r : rows) {
+    fmt::print(f, "{},{},{},{},{},{},{},{},{},{},{},{}", o.op_name, schedule, o.codec,
+               o.codec == "identity" ? "-" : zcoll::to_string(o.error_bound), transport, ranks, o.type, data, o.threads,
+               o.repeat, r.size_bytes, r.count);
+    for (const auto* t : {&r.native, &r.uncompressed, &r.compressed}) {
+      fmt::print(f, ",{},{},{}", csv_number(t->time_us), csv_number(t->algbw_gb_per_s), csv_number(t->busbw_gb_per_s));
+    }
+    fmt::print(f, ",{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_number(r.speedup_vs_native),
+               csv_number(r.speedup_vs_uncompressed), csv_number(r.ratio), csv_number(r.max_abs_error),
+               csv_number(r.error_bound), csv_number(r.statistical_error_bound), r.compressions_in_chain,
+               r.bound_held ? "yes" : "no", csv_number(r.native_max_abs_error), csv_number(r.uncompressed_max_abs_error),
+               csv_number(r.compress_s), csv_number(r.communicate_s), csv_number(r.decompress_s), csv_number(r.reduce_s));
+  }
+  std::fclose(f);
+}
+
+void write_json(const coll_options& o, const std::string& data, const std::string& transport, int ranks,
+                const std::vector<coll_row>& rows) {
+  std::FILE* f = std::fopen(o.json.c_str(), "w");
+  if (!f) throw std::runtime_error(fmt::format("--json: cannot write '{}'", o.json));
+  fmt::print(f,
+             "{{\n  \"op\": \"{}\",\n  \"schedule\": \"{}\",\n  \"group_size\": {},\n  \"codec\": \"{}\",\n"
+             "  \"bound\": \"{}\",\n  \"transport\": \"{}\",\n  \"ranks\": {},\n  \"type\": \"{}\",\n  \"data\": \"{}\",\n"
+             "  \"root\": {},\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"rows\": [\n",
+             o.op_name, o.schedule, o.group_size, o.codec, o.codec == "identity" ? "-" : zcoll::to_string(o.error_bound),
+             transport, ranks, o.type, data, o.root, o.threads, o.repeat, o.chunk_values);
+  const auto timing = [](const variant_timing& t) {
+    if (std::isnan(t.time_us)) return std::string("null");
+    return fmt::format("{{\"time_us\": {}, \"algbw_gb_per_s\": {}, \"busbw_gb_per_s\": {}}}", json_number(t.time_us),
+                       json_number(t.algbw_gb_per_s), json_number(t.busbw_gb_per_s));
+  };
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    fmt::print(f,
+               "    {{\"size_bytes\": {}, \"count\": {}, \"native\": {}, \"uncompressed\": {}, \"compressed\": {}, "
+               "\"speedup_vs_native\": {}, \"speedup_vs_uncompressed\": {}, \"ratio\": {}, \"max_abs_error\": {}, "
+               "\"error_bound\": {}, \"statistical_error_bound\": {}, \"compressions_in_chain\": {}, \"bound_held\": {}, "
+               "\"native_max_abs_error\": {}, \"uncompressed_max_abs_error\": {}, \"compress_s\": {}, "
+               "\"communicate_s\": {}, \"decompress_s\": {}, \"reduce_s\": {}}}{}\n",
+               r.size_bytes, r.count, timing(r.native), timing(r.uncompressed), timing(r.compressed),
+               json_number(r.speedup_vs_native), json_number(r.speedup_vs_uncompressed), json_number(r.ratio),
+               json_number(r.max_abs_error), json_number(r.error_bound), json_number(r.statistical_error_bound),
+               r.compressions_in_chain, r.bound_held ? "true" : "false", json_number(r.native_max_abs_error),
+               json_number(r.uncompressed_max_abs_error), json_number(r.compress_s), json_number(r.communicate_s),
+               json_number(r.decompress_s), json_number(r.reduce_s), i + 1 < rows.size() ? "," : "");
+  }
+  fmt::print(f, "  ]\n}}\n");
+  std::fclose(f);
+}
+
+/// Rank 0: the table and the files; returns the exit status.
+int report(const coll_options& o, const std::string& transport, int ranks, bool native,
+           const std::vector<coll_row>& rows) {
+  const std::string data = o.input.empty() ? "synthetic:" + o.synthetic : o.input;
+  print_table(o, data, transport, ranks, native, rows);
+  std::fflush(stdout);
+  if (!o.csv.empty()) write_csv(o, data, transport, ranks, rows);
+  if (!o.json.empty()) write_json(o, data, transport, ranks, rows);
+  const bool held = std::all_of(rows.begin(), rows.end(), [&](const coll_row& r) {
+    const bool exact = is_reduction(o.op) || (r.uncompressed_max_abs_error == 0.0 &&
+                                              (std::isnan(r.native_max_abs_error) || r.native_max_abs_error == 0.0));
+    return r.bound_held && exact;
+  });
+  return held ? 0 : 3;
+}
+
+// ---- transports ----------------------------------------------------------------------------------------
+
+template <class T>
+int run_local_bench(const coll_options& o, std::span<const T> file_values) {
+  validate_for_ranks(o, o.local_ranks, sizeof(T));
+  std::vector<coll_row> rows;
+  zcoll::transport::run_local(o.local_ranks, [&](zcoll::transport::Local& t) {
+    rank_env<T> env{.control = control_channel(zcoll::transport::AnyTransport(t)),
+                    .connect = [t] { return zcoll::transport::AnyTransport(t); },
+                    .native = {}};
+    auto mine = run_schedule<T>(o, file_values, env);
+    if (t.rank() == 0) rows = std::move(mine);
+  });
+  return report(o, fmt::format("local:{}", o.local_ranks), o.local_ranks, false, rows);
+}
+
+#if ZCOLL_BENCH_HAS_MPI
+/// MPI's own call for `op`, through transport::Mpi's baselines.
+template <class T>
+void native_call(zcoll::transport::Mpi& mpi, collective_op op, std::span<const T> in, std::span<T> out, int root) {
+  using zcoll::transport::native_op;
+  switch (op) {
+    case collective_op::allreduce:
+      return mpi.allreduce<T>(out, native_op::sum);
+    case collective_op::reduce_scatter:
+      return mpi.reduce_scatter_block<T>(in, out, native_op::sum);
+    case collective_op::allgather:
+      return mpi.allgather<T>(in, out);
+    case collective_op::bcast:
+      return mpi.bcast<T>(out, root);
+    case collective_op::scatter:
+      return mpi.scatter<T>(in, out, root);
+    case collective_op::gather:
+      return mpi.gather<T>(in, out, root);
+    case collective_op::alltoall:
+      return mpi.alltoall<T>(in, out);
+    default:
+      throw std::logic_error("zcoll-bench coll: no native call for this operation");
+  }
+}
+
+template <class T>
+int run_mpi_bench(const coll_options& o, std::span<const T> file_values, int argc, char** argv) {
+  boost::mpi::environment environment(argc, argv);
+  const boost::mpi::communicator world;
+  const int me = world.rank();
+  try {
+    const zcoll::transport::Mpi mpi{world};
+    validate_for_ranks(o, mpi.size(), sizeof(T));
+    rank_env<T> env{.control = control_channel(zcoll::transport::AnyTransport(mpi)),
+                    .connect = [mpi] { return zcoll::transport::AnyTransport(mpi); },
+                    .native = [native = mpi](collective_op op, std::span<const T> in, std::span<T> out, int root) mutable {
+                      native_call<T>(native, op, in, out, root);
+                    }};
+    const auto rows = run_schedule<T>(o, file_values, env);
+    return me == 0 ? report(o, "mpi", mpi.size(), true, rows) : 0;
+  } catch (const std::invalid_argument& e) {  // the same on every rank: options checked against the size
+    if (me == 0) fmt::print(stderr, "zcoll-bench: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {  // possibly on this rank only: the others would wait forever
+    fmt::print(stderr, "zcoll-bench: rank {}: {}\n", me, e.what());
+    std::fflush(stderr);
+    boost::mpi::environment::abort(1);
+  }
+  return 1;
+}
+#endif
+
+template <class T>
+int run_typed(const coll_options& o, int argc, char** argv) {
+  const std::vector<T> file_values = o.input.empty() ? std::vector<T>{} : read_values<T>(o.input, o.type);
+  if (o.transport == "local") return run_local_bench<T>(o, file_values);
+#if ZCOLL_BENCH_HAS_MPI
+  return run_mpi_bench<T>(o, file_values, argc, argv);
+#else
+  (void)argc;
+  (void)argv;
+  usage_error("--transport mpi: this zcoll-bench was built without MPI");
+#endif
+}
+
+/// This process's rank as the MPI launcher says (before MPI is initialized), so that only rank 0 prints
+/// an option error; 0 outside a launcher.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK"}) {
+    if (const char* value = std::getenv(name)) return std::atoi(value);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int coll_main(int argc, char** argv) {
+  const bool speaks = launcher_rank() == 0;
+  try {
+    const std::optional<coll_options> o = parse_coll(argc, argv);
+    if (!o) {
+      if (speaks) std::fputs(help_text, stdout);
+      return 0;
+    }
+    return o->type == "f64" ? run_typed<double>(*o, argc, argv) : run_typed<float>(*o, argc, argv);
+  } catch (const std::invalid_argument& e) {
+    if (speaks) fmt::print(stderr, "zcoll-bench: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    if (speaks) fmt::print(stderr, "zcoll-bench: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace zcoll_bench
