@@ -1,0 +1,141 @@
+// Compressed<Schedule, Codec> over transport::Mpi: run by zcoll-mpi-tests under mpirun with 1, 2, 3, 4
+// and 7 ranks; every rank runs every case and checks its own result against an exact reference.
+#include <catch2/catch.hpp>
+
+#include <boost/mpi/communicator.hpp>
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "zcoll/collective/compressed.hpp"
+#include "zcoll/core/error_stats.hpp"
+#include "zcoll/schedule/schedules.hpp"
+#include "zcoll/transport/mpi.hpp"
+
+namespace {
+
+constexpr double eb = 1.0 / 1024;  // 2^-10: with dyadic data every sum is exact but for compression
+
+/// Multiples of 1/64 in (-64, 64), in runs of 4 (compressible), different on every rank.
+std::vector<float> contribution(int rank, std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const long k = static_cast<long>(((i / 4) * 2654435761u + static_cast<std::size_t>(rank) * 40503u) % 8191u) - 4095;
+    v[i] = static_cast<float>(k) / 64.0f;
+  }
+  return v;
+}
+
+void require_within(std::span<const float> got, std::span<const float> want, double bound, const std::string& what) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!zcoll::exactly_within(got[i], want[i], bound)) {
+      FAIL(what << ": element " << i << " is " << got[i] << ", reference " << want[i] << ", bound " << bound);
+    }
+  }
+}
+
+zcoll::transport::Mpi world() { return zcoll::transport::Mpi{boost::mpi::communicator{}}; }
+
+}  // namespace
+
+TEST_CASE("MPI: Compressed allgather, Ring and RecursiveDoubling, Identity exact and FZLight within eb",
+          "[collective][mpi]") {
+  const auto mpi = world();
+  const int p = mpi.size(), me = mpi.rank();
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{4099}}) {
+    std::vector<float> want;
+    for (int r = 0; r < p; ++r) {
+      const auto c = contribution(r, n);
+      want.insert(want.end(), c.begin(), c.end());
+    }
+    const auto mine = contribution(me, n);
+    std::vector<float> all(want.size());
+    zcoll::Compressed<zcoll::Ring, zcoll::Identity> plain{world()};
+    plain.allgather(std::span<const float>(mine), std::span<float>(all));
+    require_within(all, want, 0.0, "Identity ring allgather n=" + std::to_string(n));
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), {.error_bound = zcoll::absolute(eb)}};
+    ring.allgather(std::span<const float>(mine), std::span<float>(all));
+    require_within(all, want, eb, "FZLight ring allgather n=" + std::to_string(n));
+    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> rd{world(), {.error_bound = zcoll::absolute(eb)}};
+    rd.allgather(std::span<const float>(mine), std::span<float>(all));
+    require_within(all, want, eb, "FZLight recursive-doubling allgather n=" + std::to_string(n));
+  }
+}
+
+TEST_CASE("MPI: Compressed allreduce and reduce_scatter within the reported bound", "[collective][mpi]") {
+  const auto mpi = world();
+  const int p = mpi.size(), me = mpi.rank();
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{10007}}) {
+    std::vector<float> want(n, 0.0f);
+    for (int r = 0; r < p; ++r) {
+      const auto c = contribution(r, n);
+      for (std::size_t i = 0; i < n; ++i) want[i] += c[i];
+    }
+    auto data = contribution(me, n);
+    zcoll::Compressed<zcoll::Ring, zcoll::Identity> plain{world()};
+    plain.allreduce(std::span<float>(data), zcoll::op::sum);
+    require_within(data, want, 0.0, "Identity ring allreduce n=" + std::to_string(n));
+
+    data = contribution(me, n);
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), {.error_bound = zcoll::absolute(eb)}};
+    ring.allreduce(std::span<float>(data), zcoll::op::sum);
+    if (p > 1 && n > 0) REQUIRE(ring.last_report().error_bound == p * eb);
+    require_within(data, want, ring.last_report().error_bound, "FZLight ring allreduce n=" + std::to_string(n));
+
+    data = contribution(me, n);
+    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> rd{world(), {.error_bound = zcoll::absolute(eb)}};
+    rd.allreduce(std::span<float>(data), zcoll::op::sum);
+    require_within(data, want, rd.last_report().error_bound, "FZLight recursive-doubling allreduce n=" + std::to_string(n));
+  }
+  const std::size_t block = 999;
+  const auto in = contribution(me, block * static_cast<std::size_t>(p));
+  std::vector<float> out(block), want(block, 0.0f);
+  for (int r = 0; r < p; ++r) {
+    const auto c = contribution(r, block * static_cast<std::size_t>(p));
+    for (std::size_t i = 0; i < block; ++i) want[i] += c[block * static_cast<std::size_t>(me) + i];
+  }
+  zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), {.error_bound = zcoll::absolute(eb)}};
+  ring.reduce_scatter(std::span<const float>(in), std::span<float>(out), zcoll::op::sum);
+  require_within(out, want, (p - 1) * eb, "FZLight ring reduce_scatter");
+}
+
+TEST_CASE("MPI: Compressed bcast, scatter, gather and alltoall", "[collective][mpi]") {
+  const auto mpi = world();
+  const int p = mpi.size(), me = mpi.rank();
+  const std::size_t n = 2049;
+  zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{world(), {.error_bound = zcoll::absolute(eb)}};
+  for (int root = 0; root < p; ++root) {
+    const auto root_data = contribution(root + 50, n);
+    auto data = me == root ? root_data : std::vector<float>(n, 0.0f);
+    tree.bcast(std::span<float>(data), root);
+    require_within(data, root_data, me == root ? 0.0 : eb, "bcast root " + std::to_string(root));
+
+    std::vector<float> all;
+    for (int r = 0; r < p; ++r) {
+      const auto c = contribution(r + 70, n);
+      all.insert(all.end(), c.begin(), c.end());
+    }
+    std::vector<float> mine(n);
+    tree.scatter(me == root ? std::span<const float>(all) : std::span<const float>{}, std::span<float>(mine), root);
+    require_within(mine, std::span<const float>(all).subspan(n * static_cast<std::size_t>(me), n), me == root ? 0.0 : eb,
+                   "scatter root " + std::to_string(root));
+
+    std::vector<float> gathered(me == root ? all.size() : 0);
+    const auto own = contribution(me + 70, n);
+    tree.gather(std::span<const float>(own), std::span<float>(gathered), root);
+    if (me == root) require_within(gathered, all, eb, "gather root " + std::to_string(root));
+  }
+  zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{world(), {.error_bound = zcoll::absolute(eb)}};
+  const auto in = contribution(me, n * static_cast<std::size_t>(p));
+  std::vector<float> out(in.size());
+  pairwise.alltoall(std::span<const float>(in), std::span<float>(out));
+  for (int src = 0; src < p; ++src) {
+    const auto theirs = contribution(src, n * static_cast<std::size_t>(p));
+    require_within(std::span<const float>(out).subspan(n * static_cast<std::size_t>(src), n),
+                   std::span<const float>(theirs).subspan(n * static_cast<std::size_t>(me), n), src == me ? 0.0 : eb,
+                   "alltoall from " + std::to_string(src));
+  }
+}
