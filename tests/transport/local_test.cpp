@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "support/thread_safe_assertions.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -167,8 +169,8 @@ TEST_CASE("Local: split makes sub-groups by color, ordered by key", "[transport]
 TEST_CASE("Local: argument errors name the peer", "[transport][local]") {
   run_local(2, [](Local& t) {
     std::vector<std::byte> buffer(1);
-    REQUIRE_THROWS_AS(t.isend_async(2, 0, buffer), zcoll::argument_error);
-    REQUIRE_THROWS_AS(t.irecv_async(-1, 0, buffer), zcoll::argument_error);
+    ZCOLL_LOCKED(REQUIRE_THROWS_AS(t.isend_async(2, 0, buffer), zcoll::argument_error));
+    ZCOLL_LOCKED(REQUIRE_THROWS_AS(t.irecv_async(-1, 0, buffer), zcoll::argument_error));
   });
   REQUIRE_THROWS_AS(run_local(0, [](Local&) {}), zcoll::argument_error);
 }

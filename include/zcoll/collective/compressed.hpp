@@ -33,6 +33,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -172,7 +173,7 @@ class Compressed {
     const Codec hop_codec = codec_with_bound(eb);
     reduce_blocks<T>(op_kind::reduce_scatter, hop_codec, op, [&](int b) {
       return std::pair{out.size() * static_cast<std::size_t>(b), out.size()};
-    });
+    }, std::span<T>(work_as<T>()));
     std::copy_n(work_as<T>().begin() + static_cast<std::ptrdiff_t>(out.size() * static_cast<std::size_t>(rank())), out.size(),
                 out.begin());
     set_reduction_bound(error_[static_cast<std::size_t>(rank())], eb);
@@ -187,14 +188,12 @@ class Compressed {
                   "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + allgather; use "
                   "zcoll::Ring or zcoll::RecursiveDoubling");
     begin("allreduce", data.size_bytes(), data.size_bytes());
-    work_as<T>().assign(data.begin(), data.end());
     const double eb = hop_bound<T>(data);
     const Codec hop_codec = codec_with_bound(eb);
     const std::size_t n = data.size();
     const auto p = static_cast<std::size_t>(size());
     if constexpr (direct) {
-      reduce_blocks<T>(op_kind::allreduce, hop_codec, op, [&](int) { return std::pair{std::size_t{0}, n}; });
-      std::copy(work_as<T>().begin(), work_as<T>().end(), data.begin());
+      reduce_blocks<T>(op_kind::allreduce, hop_codec, op, [&](int) { return std::pair{std::size_t{0}, n}; }, data);
       set_reduction_bound(error_[0], eb);
     } else {
       // Blocks of n/p values (the first n mod p one longer), then allgather of the reduced blocks.
@@ -202,8 +201,7 @@ class Compressed {
         const auto lo = n * static_cast<std::size_t>(b) / p, hi = n * (static_cast<std::size_t>(b) + 1) / p;
         return std::pair{lo, hi - lo};
       };
-      reduce_blocks<T>(op_kind::reduce_scatter, hop_codec, op, range);
-      std::copy(work_as<T>().begin(), work_as<T>().end(), data.begin());
+      reduce_blocks<T>(op_kind::reduce_scatter, hop_codec, op, range, data);
       move_blocks<T>(
           hop_codec, op_kind::allgather, 0,
           [&](int b) {
@@ -407,51 +405,111 @@ class Compressed {
                          std::size_t values_per_block, bool destinations_sized_by_source = false) {
     const int p = size(), me = rank();
     const int blocks = schedule::block_count(op, p);
-    // Own blocks, compressed once, back to back at the start of the arena.
-    slots_.assign(static_cast<std::size_t>(blocks), slot{});
-    sizes_.assign(static_cast<std::size_t>(blocks), 0);
-    std::size_t end = 0;
-    for (int b = 0; b < blocks; ++b) {
-      if (!held(b)) continue;
-      slots_[static_cast<std::size_t>(b)] = encode<T>(codec, source(b), arena_, end);
-      end += slots_[static_cast<std::size_t>(b)].size;
-      sizes_[static_cast<std::size_t>(b)] = slots_[static_cast<std::size_t>(b)].size;
-    }
+    const int rounds = S::rounds(op, p);
     const auto values_of = [&](int b) {
       if (values_per_block > 0) return values_per_block;
       return destinations_sized_by_source ? std::max(source(b).size(), destination(b).size()) : destination(b).size();
     };
-    const int rounds = S::rounds(op, p);
-    // Sizes first: the same schedule over one 8-byte word per block.
-    for (int r = 0; r < rounds; ++r) {
-      const schedule::step st = S::at(op, p, me, r, root);
-      exchange(st.send, std::as_bytes(word_range(st.send)), st.recv, std::as_writable_bytes(word_range(st.recv)), size_tag, 0);
-    }
-    // Then the bytes, received behind what the arena holds; a send of blocks not adjacent in the arena
-    // is staged.
-    for (int r = 0; r < rounds; ++r) {
-      const schedule::step st = S::at(op, p, me, r, root);
-      std::size_t in_bytes = 0;
-      for (int b = st.recv.first_block; st.recv.active() && b < st.recv.first_block + st.recv.block_count; ++b) {
-        slots_[static_cast<std::size_t>(b)] = {end + in_bytes, static_cast<std::size_t>(sizes_[static_cast<std::size_t>(b)])};
-        in_bytes += static_cast<std::size_t>(sizes_[static_cast<std::size_t>(b)]);
+    const auto index = [](int b) { return static_cast<std::size_t>(b); };
+    blocks_.assign(index(blocks), block_location{});
+    sizes_.assign(index(blocks), 0);
+    // Held blocks: compressed once, back to back at the start of the arena; uncompressed, they are sent
+    // from where they are.
+    std::size_t end = 0;
+    held_offsets_.assign(index(blocks), 0);
+    for (int b = 0; b < blocks; ++b) {
+      if (!held(b)) continue;
+      if (compress_now_) {
+        const slot written = encode<T>(codec, source(b), arena_, end);
+        held_offsets_[index(b)] = written.offset;  // located once the arena stops growing, below
+        blocks_[index(b)].size = written.size;
+        sizes_[index(b)] = written.size;
+        end += written.size;
+      } else {
+        blocks_[index(b)] = {reinterpret_cast<const std::byte*>(source(b).data()), source(b).size_bytes()};
       }
-      arena_.resize(std::max(arena_.size(), end + in_bytes));
+    }
+    // Sizes: uncompressed, every rank knows them; compressed, they travel first, over the same schedule
+    // with one 8-byte word per block.
+    if (compress_now_) {
+      for (int r = 0; r < rounds; ++r) {
+        const schedule::step st = S::at(op, p, me, r, root);
+        exchange(st.send, std::as_bytes(word_range(st.send)), st.recv, std::as_writable_bytes(word_range(st.recv)),
+                 size_tag, 0);
+      }
+    } else {
+      for (int b = 0; b < blocks; ++b) sizes_[index(b)] = values_of(b) * sizeof(T);
+    }
+    // Where each received message goes: straight into the destinations when they are adjacent in memory
+    // and the bytes need no decoding, else behind the held blocks in the arena, which is sized once here
+    // so that the locations stay valid.
+    auto& direct = direct_;
+    direct.assign(static_cast<std::size_t>(rounds), std::span<std::byte>{});
+    std::size_t arena_bytes = end;
+    for (int r = 0; r < rounds; ++r) {
+      const schedule::step st = S::at(op, p, me, r, root);
+      if (!st.recv.active()) continue;
+      if (!compress_now_) direct[static_cast<std::size_t>(r)] = adjacent_destinations<T>(st.recv, destination);
+      if (direct[static_cast<std::size_t>(r)].empty()) arena_bytes += range_bytes(st.recv);
+    }
+    arena_.resize(std::max(arena_.size(), arena_bytes));
+    for (int b = 0; compress_now_ && b < blocks; ++b) {
+      if (held(b)) blocks_[index(b)].data = arena_.data() + held_offsets_[index(b)];
+    }
+    // Then the bytes; a send of blocks not adjacent in memory is staged into one buffer.
+    for (int r = 0; r < rounds; ++r) {
+      const schedule::step st = S::at(op, p, me, r, root);
+      std::span<std::byte> in;
+      if (st.recv.active()) {
+        in = direct[static_cast<std::size_t>(r)];
+        if (in.empty()) {
+          in = std::span<std::byte>(arena_).subspan(end, range_bytes(st.recv));
+          end += in.size();
+        }
+        std::size_t at = 0;
+        for (int b = st.recv.first_block; b < st.recv.first_block + st.recv.block_count; ++b) {
+          blocks_[index(b)] = {in.data() + at, static_cast<std::size_t>(sizes_[index(b)])};
+          at += static_cast<std::size_t>(sizes_[index(b)]);
+        }
+      }
       std::span<const std::byte> out;
       std::size_t raw = 0;
       if (st.send.active()) {
         out = contiguous_or_staged(st.send.first_block, st.send.block_count);
         for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) raw += values_of(b) * sizeof(T);
       }
-      exchange(st.send, out, st.recv, std::span<std::byte>(arena_).subspan(end, in_bytes), data_tag, raw);
-      end += in_bytes;
+      exchange(st.send, out, st.recv, in, data_tag, raw);
     }
     for (int b = 0; b < blocks; ++b) {
       const auto dest = destination(b);
-      if (held(b) || dest.empty()) continue;
-      const slot s = slots_[static_cast<std::size_t>(b)];
-      decode<T>(codec, std::span<const std::byte>(arena_).subspan(s.offset, s.size), dest);
+      const block_location located = blocks_[index(b)];
+      if (held(b) || dest.empty() || located.data == reinterpret_cast<const std::byte*>(dest.data())) continue;
+      decode<T>(codec, std::span<const std::byte>(located.data, located.size), dest);
     }
+  }
+
+  /// The bytes of a received range of blocks.
+  std::size_t range_bytes(const schedule::exchange& e) const {
+    std::size_t bytes = 0;
+    for (int b = e.first_block; b < e.first_block + e.block_count; ++b) bytes += static_cast<std::size_t>(sizes_[static_cast<std::size_t>(b)]);
+    return bytes;
+  }
+
+  /// The destinations of a received range as one span, when they are adjacent in memory and each the
+  /// size of its block (then raw bytes land where they belong); else empty.
+  template <floating_value T, class Destinations>
+  std::span<std::byte> adjacent_destinations(const schedule::exchange& e, Destinations destination) const {
+    std::byte* first = nullptr;
+    std::size_t bytes = 0;
+    for (int b = e.first_block; b < e.first_block + e.block_count; ++b) {
+      const std::span<T> dest = destination(b);
+      if (dest.size_bytes() != sizes_[static_cast<std::size_t>(b)] || dest.empty()) return {};
+      auto* at = reinterpret_cast<std::byte*>(dest.data());
+      if (first == nullptr) first = at;
+      if (at != first + bytes) return {};
+      bytes += dest.size_bytes();
+    }
+    return {first, bytes};
   }
 
   std::span<std::uint64_t> word_range(const schedule::exchange& e) {
@@ -463,16 +521,18 @@ class Compressed {
     std::size_t total = 0;
     bool adjacent = true;
     for (int b = first; b < first + count; ++b) {
-      const slot s = slots_[static_cast<std::size_t>(b)];
-      if (b > first && s.offset != slots_[static_cast<std::size_t>(b - 1)].offset + slots_[static_cast<std::size_t>(b - 1)].size) adjacent = false;
+      const block_location s = blocks_[static_cast<std::size_t>(b)];
+      if (b > first && s.data != blocks_[static_cast<std::size_t>(b - 1)].data + blocks_[static_cast<std::size_t>(b - 1)].size) {
+        adjacent = false;
+      }
       total += s.size;
     }
-    if (adjacent) return std::span<const std::byte>(arena_).subspan(slots_[static_cast<std::size_t>(first)].offset, total);
+    if (adjacent) return {blocks_[static_cast<std::size_t>(first)].data, total};
     staging_.resize(total);
     std::size_t at = 0;
     for (int b = first; b < first + count; ++b) {
-      const slot s = slots_[static_cast<std::size_t>(b)];
-      std::memcpy(staging_.data() + at, arena_.data() + s.offset, s.size);
+      const block_location s = blocks_[static_cast<std::size_t>(b)];
+      if (s.size > 0) std::memcpy(staging_.data() + at, s.data, s.size);
       at += s.size;
     }
     return std::span<const std::byte>(staging_).first(total);
@@ -540,16 +600,15 @@ class Compressed {
     }
   }
 
-  /// The computation engine over work_as<T>() (this rank's values, reduced in place): each step compresses the
+  /// The computation engine over `work` (this rank's values, reduced in place): each step compresses the
   /// blocks it sends (as one stream: they are one range of values), sends a header (the stream's size,
   /// and the bound and compression count the values carry), then the bytes; the receiver decompresses and
   /// reduces them in (or replaces its values, for a fold-out). error_ holds each block's bound, so the
   /// report states exactly what the schedule did, whatever its shape.
   template <floating_value T, class Op, class Range>
-  void reduce_blocks(op_kind kind, const Codec& hop_codec, Op op, Range range) {
+  void reduce_blocks(op_kind kind, const Codec& hop_codec, Op op, Range range, std::span<T> work) {
     const int p = size(), me = rank();
     const int rounds = S::rounds(kind, p);
-    auto& work = work_as<T>();
     error_.assign(static_cast<std::size_t>(schedule::block_count(kind, p)), hop_error{});
     const auto values = [&](const schedule::exchange& e) {
       const auto [lo, first_count] = range(e.first_block);
@@ -559,6 +618,10 @@ class Compressed {
     const double eb = compress_now_ ? read_hop_bound(hop_codec) : 0.0;
     for (int r = 0; r < rounds; ++r) {
       const schedule::step st = S::at(kind, p, me, r, 0);
+      if (!compress_now_) {  // raw: sizes known, no error to carry, sent from and reduced in place
+        raw_hop<T>(st, values, op, work);
+        continue;
+      }
       hop_header out_header{}, in_header{};
       slot sent{};
       std::size_t raw = 0;
@@ -570,7 +633,7 @@ class Compressed {
           const auto& e = error_[static_cast<std::size_t>(b)];
           carried = {std::max(carried.bound, e.bound), std::max(carried.compressions, e.compressions)};
         }
-        if (compress_now_) carried = carried.after_compression(eb);
+        carried = carried.after_compression(eb);
         out_header = {sent.size, carried.bound, carried.compressions};
         raw = count * sizeof(T);
       }
@@ -600,6 +663,34 @@ class Compressed {
         report_.reduce_s += seconds_since(start);
       }
     }
+  }
+
+  /// One uncompressed hop: the values go from `work` as they are, arrive in a buffer of T and are
+  /// reduced (or copied) into `work` from there.
+  template <floating_value T, class Values, class Op>
+  void raw_hop(const schedule::step& st, Values values, Op op, std::span<T> work) {
+    std::span<const std::byte> out;
+    std::size_t out_raw = 0;
+    if (st.send.active()) {
+      const auto [lo, count] = values(st.send);
+      out = std::as_bytes(work.subspan(lo, count));
+      out_raw = out.size();
+    }
+    std::size_t lo = 0, count = 0;
+    if (st.recv.active()) std::tie(lo, count) = values(st.recv);
+    auto& incoming_values = incoming_as<T>();
+    incoming_values.resize(count);
+    exchange(st.send, out, st.recv, std::as_writable_bytes(std::span<T>(incoming_values)), data_tag, out_raw);
+    if (!st.recv.active()) return;
+    const auto start = clock::now();
+    T* target = work.data() + lo;
+    const T* incoming = incoming_values.data();
+    if (st.recv.reduce) {
+      for (std::size_t i = 0; i < count; ++i) target[i] = op(target[i], incoming[i]);
+    } else {
+      std::copy_n(incoming, count, target);
+    }
+    report_.reduce_s += seconds_since(start);
   }
 
   /// The absolute bound hop_codec was made with.
@@ -632,7 +723,14 @@ class Compressed {
   bool reduction_ = false;  // the call reduces (the bound comes from error_), or only moves data
   std::vector<hop_error> error_;  // per block, during a reduction
   std::vector<std::byte> arena_, staging_;
-  std::vector<slot> slots_;
+  /// Where each block of a data-movement call is: in the arena, in the caller's buffers, or staged.
+  struct block_location {
+    const std::byte* data = nullptr;
+    std::size_t size = 0;
+  };
+  std::vector<block_location> blocks_;
+  std::vector<std::size_t> held_offsets_;
+  std::vector<std::span<std::byte>> direct_;
   std::vector<std::uint64_t> sizes_;
   std::vector<float> work_f_, incoming_f_;
   std::vector<double> work_d_, incoming_d_;
