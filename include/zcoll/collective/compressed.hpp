@@ -546,6 +546,14 @@ class Compressed {
     const int rounds = S::rounds(op_kind::alltoall, p);
     for (int r = 0; r < rounds; ++r) {
       const schedule::step st = S::at(op_kind::alltoall, p, me, r, 0);
+      if (!compress_now_) {  // raw: from the caller's input straight into its output
+        const auto block = [&](auto span, const schedule::exchange& e) {
+          return e.active() ? span.subspan(n * static_cast<std::size_t>(e.first_block), n) : decltype(span){};
+        };
+        exchange(st.send, std::as_bytes(block(in, st.send)), st.recv, std::as_writable_bytes(block(out, st.recv)),
+                 data_tag, st.send.active() ? n * sizeof(T) : 0);
+        continue;
+      }
       std::uint64_t out_size = 0, in_size = 0;
       slot sent{};
       if (st.send.active()) {
