@@ -49,6 +49,7 @@
 #include "zcoll/core/value_range.hpp"
 #include "zcoll/core/value_type.hpp"
 #include "zcoll/schedule/concepts.hpp"
+#include "zcoll/schedule/ring.hpp"
 #include "zcoll/transport/any.hpp"
 #include "zcoll/transport/concepts.hpp"
 
@@ -597,14 +598,16 @@ class Compressed {
     return absolute_bound(config_.error_bound, all.range());
   }
 
-  /// Ring allgather of 16-byte blocks, raw (used for the value range; needs no schedule support).
-  void exact_allgather_pairs(std::vector<double>& extents) {
+  /// Exact allgather of 16 bytes per rank over the Ring schedule, whatever S is (used for value ranges
+  /// and error bounds).
+  void exact_allgather_pairs(std::vector<double>& pairs) {
     const int p = size(), me = rank();
-    for (int r = 0; r < p - 1; ++r) {
-      const int send_block = (me - r + p) % p, recv_block = (me - r - 1 + p) % p;
-      const schedule::exchange send{(me + 1) % p, send_block, 1, false}, recv{(me - 1 + p) % p, recv_block, 1, false};
-      exchange(send, std::as_bytes(std::span(extents).subspan(2 * static_cast<std::size_t>(send_block), 2)), recv,
-               std::as_writable_bytes(std::span(extents).subspan(2 * static_cast<std::size_t>(recv_block), 2)), size_tag, 0);
+    const auto block = [&](const schedule::exchange& e) {
+      return e.active() ? std::span(pairs).subspan(2 * static_cast<std::size_t>(e.first_block), 2) : std::span<double>{};
+    };
+    for (int r = 0; r < Ring::rounds(op_kind::allgather, p); ++r) {
+      const schedule::step st = Ring::at(op_kind::allgather, p, me, r);
+      exchange(st.send, std::as_bytes(block(st.send)), st.recv, std::as_writable_bytes(block(st.recv)), size_tag, 0);
     }
   }
 
@@ -659,11 +662,7 @@ class Compressed {
         T* target = work.data() + lo;
         const T* incoming = incoming_as<T>().data();
         const hop_error theirs{in_header.error_bound, in_header.compressions};
-        if (st.recv.reduce) {
-          for (std::size_t i = 0; i < count; ++i) target[i] = op(target[i], incoming[i]);
-        } else {
-          std::copy_n(incoming, count, target);
-        }
+        combine_into(target, incoming, count, st.recv.reduce, op);
         for (int b = st.recv.first_block; b < st.recv.first_block + st.recv.block_count; ++b) {
           auto& e = error_[static_cast<std::size_t>(b)];
           e = st.recv.reduce ? e.template combined<Op>(theirs) : theirs;
@@ -671,6 +670,16 @@ class Compressed {
         report_.reduce_s += seconds_since(start);
       }
     }
+  }
+
+  /// target = op(target, incoming) element-wise, or a copy of incoming when the schedule replaces.
+  template <floating_value T, class Op>
+  static void combine_into(T* target, const T* incoming, std::size_t count, bool reduce, Op op) {
+    if (!reduce) {
+      std::copy_n(incoming, count, target);
+      return;
+    }
+    for (std::size_t i = 0; i < count; ++i) target[i] = op(target[i], incoming[i]);
   }
 
   /// One uncompressed hop: the values go from `work` as they are, arrive in a buffer of T and are
@@ -693,11 +702,7 @@ class Compressed {
     const auto start = clock::now();
     T* target = work.data() + lo;
     const T* incoming = incoming_values.data();
-    if (st.recv.reduce) {
-      for (std::size_t i = 0; i < count; ++i) target[i] = op(target[i], incoming[i]);
-    } else {
-      std::copy_n(incoming, count, target);
-    }
+    combine_into(target, incoming, count, st.recv.reduce, op);
     report_.reduce_s += seconds_since(start);
   }
 
