@@ -136,14 +136,16 @@ TEST_CASE("stream header: every invalid field raises format_error", "[core][stre
       CHECK_THROWS_AS(zcoll::read_stream_header(bytes), zcoll::format_error);
     }
   }
-  SECTION("error bound NaN, negative, infinite") {
+  SECTION("error bound NaN, negative, -inf") {
     for (double eb : {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::quiet_NaN(), -1.0,
-                      -std::numeric_limits<double>::denorm_min(), -0.5, std::numeric_limits<double>::infinity(),
-                      -std::numeric_limits<double>::infinity()}) {
+                      -std::numeric_limits<double>::denorm_min(), -0.5, -std::numeric_limits<double>::infinity()}) {
       poke(b, offset::error_bound, eb);
       INFO("error bound " << eb);
       CHECK_THROWS_AS(zcoll::read_stream_header(bytes), zcoll::format_error);
     }
+    // +inf states "no bound" (a cast that overflowed): the header takes it, a pipeline refuses it.
+    poke(b, offset::error_bound, std::numeric_limits<double>::infinity());
+    CHECK(zcoll::read_stream_header(bytes).error_bound == std::numeric_limits<double>::infinity());
   }
   SECTION("fill bits without the fill flag") {
     poke(b, offset::flags, std::uint8_t{0});
@@ -161,14 +163,26 @@ TEST_CASE("stream header: every invalid field raises format_error", "[core][stre
     CHECK_NOTHROW(zcoll::read_stream_header(bytes));  // the control: 32 bits are fine
   }
   SECTION("chunk length not a multiple of 32, too small, too large") {
-    for (std::uint32_t c : {0u, 1u, 16u, 31u, 33u, 100u, 4095u, 4097u, 65535u, 65537u, 65568u, 131072u,
+    for (std::uint32_t c : {1u, 16u, 31u, 33u, 100u, 4095u, 4097u, 65535u, 65537u, 65568u, 131072u,
                             std::numeric_limits<std::uint32_t>::max()}) {
       poke(b, offset::chunk_values, c);
       // Keep the chunk count consistent where it fits, so only the length is wrong.
-      if (c != 0) poke(b, offset::chunk_count, static_cast<std::uint32_t>(zcoll::chunk_count_for(1000, c)));
+      poke(b, offset::chunk_count, static_cast<std::uint32_t>(zcoll::chunk_count_for(1000, c)));
       INFO("chunk length " << c);
       CHECK_THROWS_AS(zcoll::read_stream_header(bytes), zcoll::format_error);
     }
+  }
+  SECTION("chunk length 0 (an unchunked body) only with chunk count 0") {
+    poke(b, offset::chunk_values, std::uint32_t{0});
+    for (std::uint32_t n : {1u, 32u, std::numeric_limits<std::uint32_t>::max()}) {
+      poke(b, offset::chunk_count, n);
+      INFO("chunk count " << n);
+      CHECK_THROWS_AS(zcoll::read_stream_header(bytes), zcoll::format_error);
+    }
+    poke(b, offset::chunk_count, std::uint32_t{0});
+    CHECK(zcoll::read_stream_header(bytes).chunk_values == 0);
+    // A chunked reader refuses it.
+    CHECK_THROWS_AS(zcoll::read_stream_layout(bytes), zcoll::format_error);
   }
   SECTION("chunk count mismatch") {
     for (std::uint32_t n : {0u, 3u, 5u, 1000u, std::numeric_limits<std::uint32_t>::max()}) {

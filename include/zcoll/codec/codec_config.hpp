@@ -1,8 +1,10 @@
 #pragma once
 /// The numbers a codec is configured with: {.error_bound = zcoll::relative(1e-4), .chunk_values = 4096}.
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "zcoll/core/error_bound.hpp"
 
@@ -19,6 +21,16 @@ struct codec_config {
   /// and left out of the range a relative bound refers to. Must be exactly representable in the data's
   /// type; matched bit for bit (so NaN works, and -0.0 is not 0.0).
   std::optional<double> fill_value = std::nullopt;
+  /// The data's extents, slowest first: {rows, dim} for a batch of embedding vectors, {nz, ny, nx} for a
+  /// 3-D field; empty for a flat sequence. Row stages (row-wise quantizers, vector-LZ) take the last
+  /// extent as the row length and need a count that is a multiple of it; Lorenzo<2> and Lorenzo<3> use
+  /// the last two or three extents.
+  std::vector<std::size_t> shape = {};
+  /// Vector-LZ: how many previous vectors a match may reach back, 1..255 (the DLRM paper's window).
+  std::uint32_t match_window = 255;
 };
+
+/// The row length `shape` gives (its last extent), or 0 for a flat sequence.
+inline std::size_t row_length(const codec_config& config) { return config.shape.empty() ? 0 : config.shape.back(); }
 
 }  // namespace zcoll

@@ -35,6 +35,7 @@
 #include <ranges>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "zcoll/codec/codec_config.hpp"
@@ -89,14 +90,24 @@ class Pipeline {
                 "block_quantizer<T> with usable, guaranteed_bound, quantize and dequantize)");
   static_assert(predict::predictor<P>,
                 "Pipeline: P must model zcoll::predict::predictor (id, name, state, forward and inverse)");
-  static_assert(encode::encoder<E>,
+  static_assert(encode::encoder<E> || encode::chunk_encoder<E>,
                 "Pipeline: E must model zcoll::encode::encoder (id, name, max_block_bytes, encode_block and "
-                "decode_block)");
+                "decode_block) or zcoll::encode::chunk_encoder (statistics, model, encode_chunk, decode_chunk)");
 
  public:
   using quantizer_type = Q;
   using predictor_type = P;
   using encoder_type = E;
+
+  /// Chunk encoders code a whole chunk with a model the stream carries in its parameter section.
+  static constexpr bool codes_chunks = encode::chunk_encoder<E>;
+  static constexpr std::size_t max_parameter_section_bytes = [] {
+    if constexpr (codes_chunks) {
+      return std::size_t{4} + E::max_model_bytes;
+    } else {
+      return std::size_t{0};
+    }
+  }();
 
   static constexpr std::uint8_t id = pipeline_codec_id(Q::id, P::id, E::id);
 
@@ -107,11 +118,13 @@ class Pipeline {
 
   const codec_config& config() const { return config_; }
 
-  /// Bytes that compress may write for `count` values: header, index, and each chunk verbatim.
+  /// Bytes that compress may write for `count` values: header, index, parameter section, and each chunk
+  /// verbatim.
   template <floating_value T>
   static std::size_t max_compressed_size(std::size_t count, std::uint32_t chunk_values) {
     const std::uint64_t chunks = chunk_count_for(count, chunk_values);
-    return stream_prefix_size_bytes(static_cast<std::uint32_t>(chunks)) + chunks + count * sizeof(T);
+    return stream_prefix_size_bytes(static_cast<std::uint32_t>(chunks)) + max_parameter_section_bytes + chunks +
+           count * sizeof(T);
   }
   template <floating_value T>
   std::size_t max_compressed_size(std::size_t count) const {
@@ -149,11 +162,12 @@ class Pipeline {
   /// Convenience: a new vector of the stream's values, one thread.
   template <floating_value T>
   std::vector<T> decompress(std::span<const std::byte> in) const {
-    const stream_layout layout = read_stream_layout(in);
+    const stream_layout layout = read_stream_layout(in, codes_chunks);
     check_header<T>(layout.header);
-    // Validate before allocating: a header may claim any count, but every chunk spends at least one
-    // byte per block of 32 values (its blocks) plus its kind byte.
-    if (layout.header.count / block_values > in.size()) {
+    // Validate before allocating: a header may claim any count, but with a block encoder every chunk
+    // spends at least one byte per block of 32 values (a chunk encoder's chunks at least their kind byte,
+    // which read_stream_layout checked).
+    if (!codes_chunks && layout.header.count / block_values > in.size()) {
       throw format_error("value count " + std::to_string(layout.header.count) + " is more than a stream of " +
                          std::to_string(in.size()) + " bytes can hold");
     }
@@ -193,6 +207,9 @@ class Pipeline {
     if (header.type != value_type_of<T>) {
       throw format_error(std::string("stream holds ") + to_string(header.type) + " values, not " +
                          to_string(value_type_of<T>));
+    }
+    if (!std::isfinite(header.error_bound)) {
+      throw format_error("a pipeline stream states a finite error bound, not " + std::to_string(header.error_bound));
     }
   }
 
@@ -238,22 +255,39 @@ class Pipeline {
     header.chunk_count = chunks;
     byte_writer prefix(out);
     write_stream_header(prefix, header);
+    std::size_t prefix_bytes = stream_prefix_size_bytes(chunks);
+    std::byte* const index = out.data() + stream_header_size_bytes;
+    const auto chunk_of = [&](std::size_t c) {
+      const std::size_t first = c * chunk_values;
+      return in.subspan(first, std::min<std::size_t>(chunk_values, count - first));
+    };
 
     // Each worker compresses a contiguous range of chunks into its own region, sized for the worst case
     // (every chunk verbatim); the regions are then moved together. One worker writes in place.
-    const std::size_t prefix_bytes = stream_prefix_size_bytes(chunks);
     const std::size_t chunk_capacity = 1 + std::size_t{chunk_values} * sizeof(T);
-    std::byte* const index = out.data() + stream_header_size_bytes;
-    exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
-      std::byte* cursor = out.data() + prefix_bytes + begin * chunk_capacity;
-      for (std::size_t c = begin; c < end; ++c) {
-        const std::size_t first = c * chunk_values;
-        const auto values = in.subspan(first, std::min<std::size_t>(chunk_values, count - first));
-        const auto size = static_cast<std::uint32_t>(compress_chunk(quantizer, fill, values, cursor));
-        std::memcpy(index + 4 * c, &size, 4);
-        cursor += size;
-      }
-    });
+    if constexpr (codes_chunks) {
+      const auto model = build_model<T>(exec, quantizer, fill, chunks, chunk_of);
+      prefix_bytes += write_parameter_section(model, out.subspan(prefix_bytes));
+      exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
+        std::vector<std::int32_t> residuals(chunk_values);
+        std::byte* cursor = out.data() + prefix_bytes + begin * chunk_capacity;
+        for (std::size_t c = begin; c < end; ++c) {
+          const auto size =
+              static_cast<std::uint32_t>(compress_chunk(quantizer, fill, chunk_of(c), cursor, model, residuals.data()));
+          std::memcpy(index + 4 * c, &size, 4);
+          cursor += size;
+        }
+      });
+    } else {
+      exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
+        std::byte* cursor = out.data() + prefix_bytes + begin * chunk_capacity;
+        for (std::size_t c = begin; c < end; ++c) {
+          const auto size = static_cast<std::uint32_t>(compress_chunk(quantizer, fill, chunk_of(c), cursor));
+          std::memcpy(index + 4 * c, &size, 4);
+          cursor += size;
+        }
+      });
+    }
     std::size_t end = prefix_bytes;
     const std::size_t workers = exec::worker_count(exec, chunks);
     for (std::size_t w = 0; w < workers; ++w) {
@@ -271,43 +305,102 @@ class Pipeline {
     return out.first(end);
   }
 
-  /// Writes one chunk at `out` (room for 1 + values.size() * sizeof(T) bytes); returns its size.
+  /// The chunk encoder's model: from the statistics of every chunk's residuals when the encoder needs
+  /// them (one pass more over the input, in parallel, one statistics object per worker).
+  template <floating_value T, class BlockQuantizer, class ChunkOf>
+    requires codes_chunks
+  auto build_model(const exec::Host& exec, const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
+                   std::size_t chunks, const ChunkOf& chunk_of) const {
+    typename E::statistics statistics;
+    if (E::needs_statistics && quantizer.usable() && chunks > 0) {
+      std::vector<typename E::statistics> partial(exec::worker_count(exec, chunks));
+      exec::for_each_range(exec, chunks, [&](std::size_t worker, std::size_t begin, std::size_t end) {
+        std::vector<std::int32_t> residuals(config_.chunk_values);
+        for (std::size_t c = begin; c < end; ++c) {
+          const std::span<const T> values = chunk_of(c);
+          chunk_coder_state state;
+          residuals_of_chunk(quantizer, fill, values, state, residuals.data());
+          partial[worker].add(std::span<const std::int32_t>(residuals.data(), values.size()));
+        }
+      });
+      for (const auto& p : partial) statistics.merge(p);
+    }
+    return E::make_model(statistics, config_);
+  }
+
+  /// Writes the parameter section (u32 size, then the model) at the front of `out`; returns its size.
+  template <class Model>
+  static std::size_t write_parameter_section(const Model& model, std::span<std::byte> out) {
+    const std::size_t bytes = E::model_size_bytes(model);
+    byte_writer section(out.first(4 + bytes));
+    section.write(static_cast<std::uint32_t>(bytes));
+    E::write_model(model, section);
+    if (section.remaining() != 0) {
+      throw error(std::string(E::name) + ": model_size_bytes() does not match what write_model() wrote");
+    }
+    return 4 + bytes;
+  }
+
+  /// The per-chunk state of quantizing and predicting block after block, and the exceptions found.
+  struct chunk_coder_state {
+    typename P::state predictor{};
+    std::int32_t previous_code = 0;
+    std::size_t exception_count = 0;
+    detail::block_exceptions exceptions[detail::max_blocks_per_chunk];
+  };
+
+  /// Quantizes and predicts block `b` of a chunk into 32 residuals (lanes past the chunk's end are 0),
+  /// recording the block's exceptions; an exception's code repeats the code before it.
+  template <floating_value T, class BlockQuantizer>
+  ZCOLL_ALWAYS_INLINE static void residuals_of_block(const BlockQuantizer& quantizer,
+                                                     const std::optional<bits_of<T>>& fill, std::span<const T> values,
+                                                     std::size_t b, chunk_coder_state& state, std::int32_t* residuals) {
+    alignas(64) T padded[block_values];
+    alignas(64) std::int32_t codes[block_values];
+    const std::size_t first = b * block_values;
+    const std::size_t lanes = std::min(block_values, values.size() - first);
+    const T* x = values.data() + first;
+    if (lanes < block_values) {
+      std::fill(std::copy_n(x, lanes, padded), padded + block_values, T(0));
+      x = padded;
+    }
+    const block_mask valid = detail::first_lanes(lanes);
+    const block_mask unbounded = quantizer.quantize(x, codes) & valid;
+    const block_mask fill_lanes = fill ? lanes_equal_to(x, *fill) & valid : 0;
+    if ((unbounded | fill_lanes) != 0) {
+      repeat_previous_code(codes, unbounded | fill_lanes, state.previous_code);
+      state.exceptions[state.exception_count++] = {static_cast<std::uint16_t>(b), fill_lanes, unbounded & ~fill_lanes};
+    }
+    state.previous_code = codes[block_values - 1];
+    P::forward(state.predictor, codes, residuals);
+    for (std::size_t j = lanes; j < block_values; ++j) residuals[j] = 0;
+  }
+
+  /// The residuals of a whole chunk into `residuals` (room for the chunk rounded up to 32 values).
+  template <floating_value T, class BlockQuantizer>
+  static void residuals_of_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
+                                 std::span<const T> values, chunk_coder_state& state, std::int32_t* residuals) {
+    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      residuals_of_block(quantizer, fill, values, b, state, residuals + b * block_values);
+    }
+  }
+
+  /// Writes one chunk at `out` (room for 1 + values.size() * sizeof(T) bytes) with a block encoder;
+  /// returns its size.
   template <floating_value T, class BlockQuantizer>
   static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
                                     std::span<const T> values, std::byte* out) {
-    const std::size_t verbatim_bytes = 1 + values.size_bytes();
     if (!quantizer.usable()) return write_verbatim(values, out);
 
     // The coded form is kept only when it is smaller than the verbatim one.
-    std::byte* const limit = out + verbatim_bytes - 1;
+    std::byte* const limit = out + 1 + values.size_bytes() - 1;
     std::byte* cursor = out + 1;
     const std::size_t blocks = (values.size() + block_values - 1) / block_values;
-    detail::block_exceptions exceptions[detail::max_blocks_per_chunk];
-    std::size_t exception_count = 0;
-    typename P::state state{};
-    alignas(64) T padded[block_values];
-    alignas(64) std::int32_t codes[block_values];
+    chunk_coder_state state;
     alignas(64) std::int32_t residuals[block_values];
-    std::int32_t previous_code = 0;
-
     for (std::size_t b = 0; b < blocks; ++b) {
-      const std::size_t first = b * block_values;
-      const std::size_t lanes = std::min(block_values, values.size() - first);
-      const T* x = values.data() + first;
-      if (lanes < block_values) {
-        std::fill(std::copy_n(x, lanes, padded), padded + block_values, T(0));
-        x = padded;
-      }
-      const block_mask valid = detail::first_lanes(lanes);
-      const block_mask unbounded = quantizer.quantize(x, codes) & valid;
-      const block_mask fill_lanes = fill ? lanes_equal_to(x, *fill) & valid : 0;
-      if ((unbounded | fill_lanes) != 0) {
-        repeat_previous_code(codes, unbounded | fill_lanes, previous_code);
-        exceptions[exception_count++] = {static_cast<std::uint16_t>(b), fill_lanes, unbounded & ~fill_lanes};
-      }
-      previous_code = codes[block_values - 1];
-      P::forward(state, codes, residuals);
-      for (std::size_t j = lanes; j < block_values; ++j) residuals[j] = 0;
+      residuals_of_block(quantizer, fill, values, b, state, residuals);
       if (static_cast<std::size_t>(limit - cursor) >= E::max_block_bytes) {
         cursor += E::encode_block(residuals, cursor);
       } else {  // near the end of the room: encode aside, keep it only if it still fits
@@ -318,17 +411,39 @@ class Pipeline {
         cursor += size;
       }
     }
+    return finish_chunk(state, values, out, cursor, limit);
+  }
 
-    if (exception_count == 0) {
+  /// Writes one chunk at `out` with a chunk encoder, given scratch for the chunk's residuals.
+  template <floating_value T, class BlockQuantizer, class Model>
+  static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
+                                    std::span<const T> values, std::byte* out, const Model& model,
+                                    std::int32_t* residuals) {
+    if (!quantizer.usable()) return write_verbatim(values, out);
+    std::byte* const limit = out + values.size_bytes();
+    chunk_coder_state state;
+    residuals_of_chunk(quantizer, fill, values, state, residuals);
+    const auto size = E::encode_chunk(model, std::span<const std::int32_t>(residuals, values.size()),
+                                      std::span<std::byte>(out + 1, static_cast<std::size_t>(limit - out - 1)));
+    if (!size) return write_verbatim(values, out);
+    return finish_chunk(state, values, out, out + 1 + *size, limit);
+  }
+
+  /// Sets the chunk's kind and appends its exception section, or falls back to verbatim when the coded
+  /// form (ending at `cursor`) and the section do not fit before `limit`.
+  template <floating_value T>
+  static std::size_t finish_chunk(const chunk_coder_state& state, std::span<const T> values, std::byte* out,
+                                  std::byte* cursor, std::byte* limit) {
+    if (state.exception_count == 0) {
       out[0] = static_cast<std::byte>(detail::chunk_kind::coded);
       return static_cast<std::size_t>(cursor - out);
     }
-    const std::size_t exception_bytes =
-        exception_section_bytes<T>(std::span(exceptions, exception_count), values.size());
+    const auto exceptions = std::span(state.exceptions, state.exception_count);
+    const std::size_t exception_bytes = exception_section_bytes<T>(exceptions, values.size());
     if (exception_bytes > static_cast<std::size_t>(limit - cursor)) return write_verbatim(values, out);
     out[0] = static_cast<std::byte>(detail::chunk_kind::coded_with_exceptions);
     byte_writer section(std::span<std::byte>(cursor, exception_bytes));
-    write_exception_section(section, std::span(exceptions, exception_count), values);
+    write_exception_section(section, exceptions, values);
     return static_cast<std::size_t>(cursor - out) + exception_bytes;
   }
 
@@ -427,7 +542,7 @@ class Pipeline {
 
   template <floating_value T>
   void decompress_values(const exec::Host& exec, std::span<const std::byte> in, std::span<T> out) const {
-    const stream_layout layout = read_stream_layout(in);
+    const stream_layout layout = read_stream_layout(in, codes_chunks);
     const stream_header& header = layout.header;
     check_header<T>(header);
     if (header.count != out.size()) {
@@ -438,21 +553,39 @@ class Pipeline {
     const std::optional<T> fill =
         header.has_fill_value ? std::optional<T>(std::bit_cast<T>(static_cast<bits_of<T>>(header.fill_bits)))
                               : std::nullopt;
+    const auto model = read_parameter_section(layout);
     exec::for_each_range(exec, header.chunk_count, [&](std::size_t, std::size_t begin, std::size_t end) {
+      std::vector<std::uint32_t> residuals(codes_chunks ? header.chunk_values : 0);
       std::size_t offset = layout.chunk_offset(static_cast<std::uint32_t>(begin));
       for (std::size_t c = begin; c < end; ++c) {
         const std::size_t size = layout.chunk_size_bytes(static_cast<std::uint32_t>(c));
         const std::size_t first = c * header.chunk_values;
         const auto values = out.subspan(first, std::min<std::size_t>(header.chunk_values, out.size() - first));
-        decompress_chunk(quantizer, fill, in.subspan(offset, size), values, c);
+        decompress_chunk(quantizer, fill, model, residuals.data(), in.subspan(offset, size), values, c);
         offset += size;
       }
     });
   }
 
-  template <floating_value T, class BlockQuantizer>
-  static void decompress_chunk(const BlockQuantizer& quantizer, const std::optional<T>& fill,
-                               std::span<const std::byte> chunk, std::span<T> values, std::size_t chunk_number) {
+  /// The model of a chunk encoder, read and validated; nothing for a block encoder.
+  static auto read_parameter_section(const stream_layout& layout) {
+    if constexpr (codes_chunks) {
+      byte_reader section(layout.parameters);
+      auto model = E::read_model(section);
+      if (section.remaining() != 0) {
+        throw format_error(std::to_string(section.remaining()) + " bytes left after the " + E::name + " model");
+      }
+      return model;
+    } else {
+      return std::monostate{};
+    }
+  }
+
+  /// Decodes one chunk into `values`; `residuals` is scratch for a chunk encoder's whole chunk.
+  template <floating_value T, class BlockQuantizer, class Model>
+  static void decompress_chunk(const BlockQuantizer& quantizer, const std::optional<T>& fill, const Model& model,
+                               std::uint32_t* residuals, std::span<const std::byte> chunk, std::span<T> values,
+                               std::size_t chunk_number) {
     const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
     byte_reader in(chunk);
     const auto kind = static_cast<detail::chunk_kind>(in.read<std::uint8_t>("chunk kind"));
@@ -471,12 +604,21 @@ class Pipeline {
       throw format_error(where() + "coded chunk in a stream whose error bound admits no quantizer step");
     }
     typename P::state state{};
-    alignas(64) std::uint32_t codes[block_values];
+    alignas(64) std::uint32_t block_codes[block_values];
     alignas(64) T tail[block_values];
     std::size_t offset = 1;
     const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    if constexpr (codes_chunks) {
+      offset += E::decode_chunk(model, chunk.subspan(1), std::span<std::uint32_t>(residuals, values.size()));
+      std::fill(residuals + values.size(), residuals + blocks * block_values, 0u);
+    }
     for (std::size_t b = 0; b < blocks; ++b) {
-      offset += E::decode_block(chunk.subspan(offset), codes);
+      std::uint32_t* codes = block_codes;
+      if constexpr (codes_chunks) {
+        codes = residuals + b * block_values;
+      } else {
+        offset += E::decode_block(chunk.subspan(offset), codes);
+      }
       P::inverse(state, codes);
       const std::size_t first = b * block_values;
       const std::size_t lanes = std::min(block_values, values.size() - first);

@@ -11,11 +11,18 @@
 /// |      6 |     1 | value type: 1 = f32, 2 = f64                                                   |
 /// |      7 |     1 | flags: bit 0 = a fill value is declared; bits 1-7 are zero                     |
 /// |      8 |     8 | value count (u64)                                                              |
-/// |     16 |     8 | absolute error bound actually guaranteed (f64; 0 = lossless)                   |
+/// |     16 |     8 | absolute error bound actually guaranteed (f64; 0 = lossless, +inf = none)      |
 /// |     24 |     8 | fill value: the bit pattern of the value type, zero-extended (0 if undeclared) |
 /// |     32 |     4 | chunk length: values per chunk (u32, a multiple of 32, 32..65536)              |
 /// |     36 |     4 | chunk count (u32) = ceil(value count / chunk length)                           |
 /// |     40 | 4 × chunk count | chunk size index: the byte size of each chunk (u32)                  |
+///
+/// Pipelines whose stages carry parameters (a Huffman code, the vector length of vector-LZ, the extents
+/// of a 2-D or 3-D Lorenzo predictor) follow the index with a parameter section: its byte count (u32),
+/// then the bytes, which the stages define. Whether a codec has one is fixed by its codec id.
+///
+/// Codecs with a fixed-size layout of their own (casts, row-wise quantizers, sparsifiers) write chunk
+/// length 0 and chunk count 0: the header is followed by the body their header file documents.
 ///
 /// The index lets a reader find any chunk at once, so chunks decode in parallel or pipelined with
 /// communication (the PIPE-fZ-light layout of the ZCCL paper, §3.5.2). The stream is exactly as long as
@@ -98,8 +105,8 @@ inline stream_header read_stream_header(std::span<const std::byte> stream) {
   h.has_fill_value = flags == 1;
   h.count = in.read<std::uint64_t>("header value count");
   h.error_bound = in.read<double>("header error bound");
-  if (!(h.error_bound >= 0.0) || !std::isfinite(h.error_bound)) {
-    throw format_error("error bound " + std::to_string(h.error_bound) + " is not finite and >= 0");
+  if (!(h.error_bound >= 0.0)) {  // +inf is allowed: a cast that overflowed states no bound
+    throw format_error("error bound " + std::to_string(h.error_bound) + " is not >= 0");
   }
   h.fill_bits = in.read<std::uint64_t>("header fill value");
   if (h.type == value_type::f32 && (h.fill_bits >> 32) != 0) {
@@ -107,11 +114,17 @@ inline stream_header read_stream_header(std::span<const std::byte> stream) {
   }
   if (!h.has_fill_value && h.fill_bits != 0) throw format_error("fill value set without the fill flag");
   h.chunk_values = in.read<std::uint32_t>("header chunk length");
+  h.chunk_count = in.read<std::uint32_t>("header chunk count");
+  if (h.chunk_values == 0) {  // an unchunked body: the codec's own layout follows the header
+    if (h.chunk_count != 0) {
+      throw format_error("unchunked stream (chunk length 0) with a chunk count of " + std::to_string(h.chunk_count));
+    }
+    return h;
+  }
   if (h.chunk_values < min_chunk_values || h.chunk_values > max_chunk_values || h.chunk_values % 32 != 0) {
     throw format_error("chunk length " + std::to_string(h.chunk_values) +
                        " is not a multiple of 32 in [32, 65536]");
   }
-  h.chunk_count = in.read<std::uint32_t>("header chunk count");
   if (h.chunk_count != chunk_count_for(h.count, h.chunk_values)) {
     throw format_error("chunk count " + std::to_string(h.chunk_count) + " does not match value count " +
                        std::to_string(h.count) + " in chunks of " + std::to_string(h.chunk_values));
@@ -122,30 +135,44 @@ inline stream_header read_stream_header(std::span<const std::byte> stream) {
 /// A validated stream: its header and its chunk size index, read in place (no allocation).
 struct stream_layout {
   stream_header header;
-  std::span<const std::byte> index;  ///< 4 bytes per chunk
+  std::span<const std::byte> index;       ///< 4 bytes per chunk
+  std::span<const std::byte> parameters;  ///< the parameter section's bytes (empty without one)
+  std::size_t first_chunk_offset = 0;
 
   std::uint32_t chunk_size_bytes(std::uint32_t chunk) const {
     std::uint32_t size;
     std::memcpy(&size, index.data() + std::size_t{4} * chunk, 4);
     return size;
   }
-  /// Offset of `chunk` in the stream: header, index, and the chunks before it.
+  /// Offset of `chunk` in the stream: header, index, parameter section and the chunks before it.
   std::size_t chunk_offset(std::uint32_t chunk) const {
-    std::size_t offset = stream_prefix_size_bytes(header.chunk_count);
+    std::size_t offset = first_chunk_offset;
     for (std::uint32_t c = 0; c < chunk; ++c) offset += chunk_size_bytes(c);
     return offset;
   }
 };
 
-/// Reads header and chunk size index, and checks that the chunks exactly fill `stream`.
-inline stream_layout read_stream_layout(std::span<const std::byte> stream) {
+/// Reads header, chunk size index and (when `with_parameters`) the parameter section, and checks that the
+/// chunks exactly fill `stream`.
+inline stream_layout read_stream_layout(std::span<const std::byte> stream, bool with_parameters = false) {
   const stream_header header = read_stream_header(stream);
+  if (header.chunk_values == 0) throw format_error("stream is unchunked; this codec writes chunked streams");
   const auto chunks = header.chunk_count;
   if (stream.size() - stream_header_size_bytes < std::uint64_t{4} * chunks) {
     throw format_error("chunk size index of " + std::to_string(chunks) + " entries is truncated");
   }
-  const stream_layout layout{header, stream.subspan(stream_header_size_bytes, std::size_t{4} * chunks)};
+  stream_layout layout{header, stream.subspan(stream_header_size_bytes, std::size_t{4} * chunks), {}, 0};
   std::size_t offset = stream_prefix_size_bytes(chunks);
+  if (with_parameters) {
+    byte_reader section(stream.subspan(offset));
+    const auto bytes = section.read<std::uint32_t>("parameter section size");
+    if (bytes > stream.size() - offset - 4) {
+      throw format_error("parameter section of " + std::to_string(bytes) + " bytes does not fit in the stream");
+    }
+    layout.parameters = stream.subspan(offset + 4, bytes);
+    offset += 4 + std::size_t{bytes};
+  }
+  layout.first_chunk_offset = offset;
   for (std::uint32_t c = 0; c < chunks; ++c) {
     const auto size = layout.chunk_size_bytes(c);
     if (size == 0 || size > stream.size() - offset) {

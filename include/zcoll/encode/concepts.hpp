@@ -1,14 +1,18 @@
 #pragma once
-/// What an encoder is: a pair of block functions over 32 integer residuals.
+/// What an encoder is: block functions over 32 integer residuals, or chunk functions with a stream model.
 
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
+
+#include "zcoll/codec/codec_config.hpp"
+#include "zcoll/core/byte_io.hpp"
 
 namespace zcoll::encode {
 
-/// An encoder packs blocks of 32 residuals into bytes and back. encode_block is given room for
+/// A block encoder packs blocks of 32 residuals into bytes and back. encode_block is given room for
 /// max_block_bytes and returns the size of the block; it may use the room past that size as scratch
 /// (the next block overwrites it). decode_block validates what it reads, raises format_error on a
 /// malformed block, and reads nothing past the block.
@@ -21,5 +25,39 @@ concept encoder = requires(const std::int32_t* residuals, std::byte* out, std::s
   { E::encode_block(residuals, out) } -> std::same_as<std::size_t>;
   { E::decode_block(in, decoded) } -> std::same_as<std::size_t>;
 };
+
+/// A chunk encoder codes a whole chunk of residuals at once, with a model shared by every chunk of a
+/// stream (a Huffman code; vector-LZ's vector length), so chunks still encode and decode in parallel.
+///
+/// - `statistics` gathers what the model is built from: the pipeline calls add() on every chunk's
+///   residuals (in parallel, one object per worker) and merge()s them, but only when
+///   `needs_statistics` is true; otherwise the model is built from an empty one.
+/// - make_model(statistics, config) builds the model (argument_error if the config does not suit it);
+///   write_model / model_size_bytes / read_model put it in the stream's parameter section; read_model
+///   validates and raises format_error. No model takes more than `max_model_bytes`.
+/// - encode_chunk(model, residuals, out) writes the chunk into `out` and returns its size, or nothing
+///   when it does not fit (the pipeline then stores the chunk verbatim). It writes nothing past `out`.
+/// - decode_chunk(model, in, residuals) fills `residuals` (one per value of the chunk), returns the bytes
+///   read, reads nothing past `in`, and raises format_error on anything malformed.
+template <class E>
+concept chunk_encoder =
+    std::default_initializable<typename E::statistics> && std::copyable<typename E::model> &&
+    requires(typename E::statistics& s, const typename E::statistics& cs, const typename E::model& m,
+             const codec_config& config, byte_writer& writer, byte_reader& reader,
+             std::span<const std::int32_t> residuals, std::span<std::byte> out, std::span<const std::byte> in,
+             std::span<std::uint32_t> decoded) {
+      { E::id } -> std::convertible_to<std::uint8_t>;
+      { E::name } -> std::convertible_to<const char*>;
+      { E::needs_statistics } -> std::convertible_to<bool>;
+      { E::max_model_bytes } -> std::convertible_to<std::size_t>;
+      s.add(residuals);
+      s.merge(cs);
+      { E::make_model(cs, config) } -> std::same_as<typename E::model>;
+      { E::model_size_bytes(m) } -> std::same_as<std::size_t>;
+      E::write_model(m, writer);
+      { E::read_model(reader) } -> std::same_as<typename E::model>;
+      { E::encode_chunk(m, residuals, out) } -> std::same_as<std::optional<std::size_t>>;
+      { E::decode_chunk(m, in, decoded) } -> std::same_as<std::size_t>;
+    };
 
 }  // namespace zcoll::encode
