@@ -110,6 +110,8 @@ class Pipeline {
   }();
 
   static constexpr std::uint8_t id = pipeline_codec_id(Q::id, P::id, E::id);
+  /// Whether config().error_bound matters (false for the lossless Exact quantizer).
+  static constexpr bool uses_error_bound = Q::uses_error_bound;
 
   /// "linear+lorenzo1d+bitshuffle".
   static std::string name() { return std::string(Q::name) + "+" + P::name + "+" + E::name; }

@@ -4,6 +4,7 @@
 #include "zcoll/codec/pipeline.hpp"
 #include "zcoll/encode/bitshuffle.hpp"
 #include "zcoll/encode/raw.hpp"
+#include "zcoll/encode/vector_lz.hpp"
 #include "zcoll/predict/lorenzo.hpp"
 #include "zcoll/predict/none.hpp"
 #include "zcoll/quantize/exact.hpp"
@@ -13,6 +14,11 @@ namespace zcoll {
 
 /// fZ-light (ZCCL paper §3.3): linear quantization, 1-D Lorenzo on the codes, bit-plane blocks of 32.
 using FZLight = Pipeline<quantize::Linear, predict::Lorenzo1D, encode::BitShuffle>;
+
+/// The DLRM compression paper's vector-LZ (§III-D): linear quantization, no prediction (a predictor turns
+/// equal embedding vectors into different residuals, its "false prediction"), then whole-vector matches
+/// in a window of up to 255 vectors. Needs shape = {rows, dim} and chunk_values a multiple of dim.
+using EmbeddingLZ = Pipeline<quantize::Linear, predict::None, encode::VectorLZ>;
 
 /// No compression: every chunk stored verbatim in the zcoll stream format. The uncompressed baseline of
 /// every comparison, and what Compressed<Schedule, Identity> moves.

@@ -1,0 +1,58 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "support/test_support.hpp"
+#include "zcoll/codec/hybrid.hpp"
+#include "zcoll/zcoll.hpp"
+
+using namespace zcoll_test;
+
+namespace {
+using FieldHybrid = zcoll::Hybrid<zcoll::FZLight, zcoll::Identity>;
+static_assert(zcoll::codec<FieldHybrid>);
+
+std::vector<float> smooth(std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(std::sin(0.001 * static_cast<double>(i)));
+  return v;
+}
+}  // namespace
+
+TEST_CASE("Hybrid: on a slow link the high ratio wins", "[codec][hybrid]") {
+  const auto data = smooth(1 << 16);
+  const FieldHybrid slow{{.error_bound = zcoll::absolute(1e-3)}, {.link_bytes_per_second = 1e6}};
+  const auto stream = slow.compress(data, 5);
+  REQUIRE(slow.choice(5) == 0u);  // FZLight: ratio > 10 here, Identity 1
+  CHECK(zcoll::read_stream_header(stream).codec_id == zcoll::FZLight::id);
+  const auto restored = slow.decompress<float>(stream);
+  require_bound_on_every_element(std::span<const float>(data), std::span<const float>(restored), 1e-3);
+}
+
+TEST_CASE("Hybrid: a choice is recorded per table and can be set", "[codec][hybrid]") {
+  const FieldHybrid codec{{.error_bound = zcoll::absolute(1e-3)}, {.link_bytes_per_second = 1e6}};
+  CHECK_FALSE(codec.choice(1).has_value());
+  codec.choose(2, 1);
+  const auto data = smooth(4096);
+  const auto by_identity = codec.compress(data, 2);
+  CHECK(zcoll::read_stream_header(by_identity).codec_id == zcoll::Identity::id);
+  CHECK(codec.decompress<float>(by_identity) == data);
+  (void)codec.compress(data, 1);
+  CHECK(codec.choice(1) == 0u);
+  codec.forget(1);
+  CHECK_FALSE(codec.choice(1).has_value());
+  CHECK_THROWS_AS(codec.choose(1, 2), zcoll::argument_error);
+  CHECK(FieldHybrid::candidate_name(1) == zcoll::Identity::name());
+  CHECK_THROWS_AS(zcoll::Hybrid<zcoll::FZLight>({}, {.link_bytes_per_second = 0.0}), zcoll::argument_error);
+}
+
+TEST_CASE("Hybrid: a stream of a codec that is not a candidate is a format error", "[codec][hybrid]") {
+  const zcoll::Hybrid<zcoll::Identity> only_identity{};
+  const auto stream = zcoll::FZLight{{.error_bound = zcoll::absolute(1e-3)}}.compress(smooth(100));
+  CHECK_THROWS_AS(only_identity.decompress<float>(stream), zcoll::format_error);
+  std::vector<float> out(100);
+  CHECK_THROWS_AS(only_identity.decompress(zcoll::exec::Host{}, stream, out), zcoll::format_error);
+  CHECK_THROWS_AS(only_identity.decompress<float>(std::span<const std::byte>(stream).first(10)), zcoll::format_error);
+}
