@@ -456,6 +456,8 @@ const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
       {"linear-bitshuffle", entry_of<LinearBitShuffle, T>()},
       {"lorenzo-raw", entry_of<LorenzoRaw, T>()},
       {"embedding-lz", entry_of<zcoll::EmbeddingLZ, T>()},
+      {"embedding-huffman", entry_of<zcoll::EmbeddingHuffman, T>()},
+      {"embedding-hybrid", entry_of<zcoll::EmbeddingHybrid, T>()},
   };
   return table;
 }

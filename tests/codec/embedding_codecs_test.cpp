@@ -46,7 +46,7 @@ zcoll::codec_config embedding_config(double eb, std::size_t dim, std::uint32_t c
 }  // namespace
 
 TEMPLATE_TEST_CASE("Embedding codecs: Zipf lookups round trip within the bound on every element", "[codec][embedding]",
-                   zcoll::EmbeddingLZ) {
+                   zcoll::EmbeddingLZ, zcoll::EmbeddingHuffman) {
   using Codec = TestType;
   for (std::size_t dim : {std::size_t{1}, std::size_t{32}, std::size_t{1024}}) {
     for (double eb : {0.01, 0.05}) {
@@ -62,7 +62,7 @@ TEMPLATE_TEST_CASE("Embedding codecs: Zipf lookups round trip within the bound o
 }
 
 TEMPLATE_TEST_CASE("Embedding codecs: adversarial values and partial last vectors", "[codec][embedding]",
-                   zcoll::EmbeddingLZ) {
+                   zcoll::EmbeddingLZ, zcoll::EmbeddingHuffman) {
   using Codec = TestType;
   const float fill = -1e10f;
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{33}, std::size_t{4097}}) {
@@ -97,7 +97,7 @@ TEST_CASE("EmbeddingLZ: the config must give the vector length and whole vectors
 }
 
 TEMPLATE_TEST_CASE("Embedding codecs: damaged streams are format errors, bytes do not depend on threads",
-                   "[codec][embedding]", zcoll::EmbeddingLZ) {
+                   "[codec][embedding]", zcoll::EmbeddingLZ, zcoll::EmbeddingHuffman) {
   using Codec = TestType;
   const Codec codec{embedding_config(0.02, 32, 2048)};
   const auto data = zipf_lookups<float>(300, 32, 600);

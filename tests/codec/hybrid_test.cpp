@@ -56,3 +56,36 @@ TEST_CASE("Hybrid: a stream of a codec that is not a candidate is a format error
   CHECK_THROWS_AS(only_identity.decompress(zcoll::exec::Host{}, stream, out), zcoll::format_error);
   CHECK_THROWS_AS(only_identity.decompress<float>(std::span<const std::byte>(stream).first(10)), zcoll::format_error);
 }
+
+TEST_CASE("EmbeddingHybrid: vector-LZ where rows repeat, Huffman where every row is new", "[codec][hybrid]") {
+  const std::size_t dim = 32, lookups = 4096;
+  const zcoll::codec_config config{.error_bound = zcoll::absolute(0.01), .chunk_values = 32768, .shape = {0, dim}};
+  const zcoll::EmbeddingHybrid codec{config, {.link_bytes_per_second = 1e6}};  // a slow link: ratio decides
+  std::mt19937_64 rng(seed);
+
+  // 20 distinct rows of widely spread values, looked up in random order: repeats everywhere.
+  std::uniform_real_distribution<float> wide(-10.0f, 10.0f);
+  std::vector<float> rows(20 * dim);
+  for (auto& v : rows) v = wide(rng);
+  std::vector<float> repeating;
+  for (std::size_t l = 0; l < lookups; ++l) {
+    const std::size_t r = rng() % 20;
+    repeating.insert(repeating.end(), rows.begin() + static_cast<std::ptrdiff_t>(r * dim),
+                     rows.begin() + static_cast<std::ptrdiff_t>((r + 1) * dim));
+  }
+  // Every row new, values concentrated in a few quantization bins: nothing to match, low entropy.
+  std::normal_distribution<float> narrow(0.0f, 0.04f);
+  std::vector<float> fresh(lookups * dim);
+  for (auto& v : fresh) v = narrow(rng);
+
+  const auto lz_stream = codec.compress(repeating, 1);
+  const auto huffman_stream = codec.compress(fresh, 2);
+  CHECK(codec.choice(1) == 1u);  // EmbeddingLZ
+  CHECK(codec.choice(2) == 0u);  // EmbeddingHuffman
+  CHECK(zcoll::read_stream_header(lz_stream).codec_id == zcoll::EmbeddingLZ::id);
+  CHECK(zcoll::read_stream_header(huffman_stream).codec_id == zcoll::EmbeddingHuffman::id);
+  const auto a = codec.decompress<float>(lz_stream);
+  const auto b = codec.decompress<float>(huffman_stream);
+  require_bound_on_every_element(std::span<const float>(repeating), std::span<const float>(a), 0.01);
+  require_bound_on_every_element(std::span<const float>(fresh), std::span<const float>(b), 0.01);
+}

@@ -2,7 +2,9 @@
 /// The codec combinations the papers use, by name.
 
 #include "zcoll/codec/pipeline.hpp"
+#include "zcoll/codec/hybrid.hpp"
 #include "zcoll/encode/bitshuffle.hpp"
+#include "zcoll/encode/huffman.hpp"
 #include "zcoll/encode/raw.hpp"
 #include "zcoll/encode/vector_lz.hpp"
 #include "zcoll/predict/lorenzo.hpp"
@@ -19,6 +21,13 @@ using FZLight = Pipeline<quantize::Linear, predict::Lorenzo1D, encode::BitShuffl
 /// equal embedding vectors into different residuals, its "false prediction"), then whole-vector matches
 /// in a window of up to 255 vectors. Needs shape = {rows, dim} and chunk_values a multiple of dim.
 using EmbeddingLZ = Pipeline<quantize::Linear, predict::None, encode::VectorLZ>;
+
+/// The DLRM compression paper's entropy coder (§III-D): linear quantization, no prediction, canonical
+/// Huffman over the codes with one code table per stream (chunks still decode in parallel).
+using EmbeddingHuffman = Pipeline<quantize::Linear, predict::None, encode::Huffman>;
+
+/// The DLRM paper's hybrid: per table, Huffman or vector-LZ, whichever the speed-up model prefers.
+using EmbeddingHybrid = Hybrid<EmbeddingHuffman, EmbeddingLZ>;
 
 /// No compression: every chunk stored verbatim in the zcoll stream format. The uncompressed baseline of
 /// every comparison, and what Compressed<Schedule, Identity> moves.

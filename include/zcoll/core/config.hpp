@@ -27,9 +27,12 @@
 
 #if defined(__GNUC__) || defined(__clang__)
 #define ZCOLL_ALWAYS_INLINE inline __attribute__((always_inline))
+// For lambdas on hot paths (the Huffman decoder's four bit sources stay in registers only if inlined).
+#define ZCOLL_LAMBDA_ALWAYS_INLINE __attribute__((always_inline))
 #define ZCOLL_RESTRICT __restrict__
 #else
 #define ZCOLL_ALWAYS_INLINE inline
+#define ZCOLL_LAMBDA_ALWAYS_INLINE
 #define ZCOLL_RESTRICT
 #endif
 
