@@ -458,6 +458,10 @@ const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
       {"embedding-lz", entry_of<zcoll::EmbeddingLZ, T>()},
       {"embedding-huffman", entry_of<zcoll::EmbeddingHuffman, T>()},
       {"embedding-hybrid", entry_of<zcoll::EmbeddingHybrid, T>()},
+      {"int8", entry_of<zcoll::Int8, T>()},
+      {"int4", entry_of<zcoll::Int4, T>()},
+      {"int2", entry_of<zcoll::Int2, T>()},
+      {"topk", entry_of<zcoll::TopK, T>()},
   };
   return table;
 }

@@ -4,9 +4,13 @@
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/concepts.hpp"
+#include "zcoll/codec/error_feedback.hpp"
+#include "zcoll/codec/hybrid.hpp"
 #include "zcoll/codec/pipeline.hpp"
 #include "zcoll/codec/presets.hpp"
 #include "zcoll/codec/report.hpp"
+#include "zcoll/codec/rowwise.hpp"
+#include "zcoll/codec/topk.hpp"
 #include "zcoll/core/bit_io.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/error.hpp"

@@ -102,3 +102,17 @@ TEST_CASE("ErrorFeedback: the stream is the inner codec's; NaN and Inf leave no 
   const auto next = codec.decompress<double>(codec.compress(x, 0));
   for (double v : next) CHECK(std::abs(v - 0.5) <= 0.02);
 }
+
+TEST_CASE("ErrorFeedback<TopK>: the residual comes from the encode pass, the dropped entries", "[codec][error_feedback]") {
+  static_assert(zcoll::detail::fuses_residual<zcoll::TopK, float>);
+  const zcoll::ErrorFeedback<zcoll::TopK> codec{zcoll::TopK{{}, {.keep_fraction = 0.1}}};
+  std::vector<float> x(100);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i + 1);  // the top 10 are 91..100
+  const auto sent = codec.decompress<float>(codec.compress(x, 3));
+  const auto residual = codec.residual<float>(3);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    INFO("element " << i);
+    CHECK(sent[i] + residual[i] == x[i]);  // what was not sent is carried, exactly
+    CHECK((i >= 90 ? sent[i] : residual[i]) == x[i]);
+  }
+}

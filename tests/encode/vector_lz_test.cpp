@@ -163,7 +163,7 @@ std::uint8_t token_of(const std::vector<std::byte>& chunk, std::size_t v) { retu
 TEST_CASE("VectorLZ has the documented identity", "[encode][vector_lz]") {
   STATIC_REQUIRE(VectorLZ::id == 3);
   STATIC_REQUIRE(std::string_view(VectorLZ::name) == "vector-lz");
-  STATIC_REQUIRE_FALSE(VectorLZ::needs_statistics);
+  STATIC_REQUIRE(VectorLZ::needs_statistics);  // for the literals' Huffman code
   VectorLZ::statistics s;
   const residual_vector r = {1, 2, 3};
   s.add(r);
@@ -171,7 +171,39 @@ TEST_CASE("VectorLZ has the documented identity", "[encode][vector_lz]") {
   const auto m = VectorLZ::make_model(s, config_for(64, 100));
   CHECK(m.dim == 64);
   CHECK(m.window == 100);
-  CHECK(VectorLZ::model_size_bytes(m) == 5);
+  CHECK(VectorLZ::model_size_bytes(m) == VectorLZ::lz_model_bytes + zcoll::encode::Huffman::model_size_bytes(m.literals));
+}
+
+TEST_CASE("VectorLZ codes its literals with the Huffman code of the statistics", "[encode][vector_lz]") {
+  std::mt19937_64 rng(zcoll_test::seed + 5);
+  for (std::size_t dim : {1u, 32u, 100u}) {
+    // Repeated rows of narrow values: matches for the repeats, a short code for the literals.
+    const auto r = repetitive(6000, dim, 400, 3, rng);
+    VectorLZ::statistics s;
+    s.add(r);
+    const auto coded = VectorLZ::make_model(s, config_for(dim, 255));
+    REQUIRE_FALSE(coded.literals.bitplane_fallback);
+    VectorLZ::model plain = coded;
+    plain.literals = {};  // bit-plane literals
+    const auto coded_chunk = encode(coded, r);
+    const auto plain_chunk = encode(plain, r);
+    INFO("dim " << dim << ": Huffman literals " << coded_chunk.size() << " bytes, bit-plane " << plain_chunk.size());
+    CHECK(coded_chunk.size() < plain_chunk.size());
+    zcoll_test::guarded_buffer<std::uint32_t> decoded(r.size());
+    decode_guarded(coded, coded_chunk, decoded.span());
+    for (std::size_t i = 0; i < r.size(); ++i) REQUIRE(static_cast<std::int32_t>(decoded.span()[i]) == r[i]);
+    // The model goes through the stream, and every truncation of the chunk is a format error.
+    std::vector<std::byte> model_bytes(VectorLZ::model_size_bytes(coded));
+    zcoll::byte_writer writer(model_bytes);
+    VectorLZ::write_model(coded, writer);
+    zcoll::byte_reader reader(model_bytes);
+    CHECK(VectorLZ::read_model(reader) == coded);
+    std::vector<std::uint32_t> out(r.size());
+    for (std::size_t n = 0; n < coded_chunk.size(); n += 7) {
+      auto in = zcoll_test::guarded_buffer<std::byte>::copy_of(std::span(coded_chunk).first(n));
+      REQUIRE_THROWS_AS(VectorLZ::decode_chunk(coded, in.span(), out), zcoll::format_error);
+    }
+  }
 }
 
 TEST_CASE("VectorLZ round-trips chunks of every length, vector length and window", "[encode][vector_lz]") {
@@ -471,7 +503,7 @@ TEST_CASE("VectorLZ model: truncations and corruptions raise format_error or rea
   std::vector<std::byte> bytes(VectorLZ::model_size_bytes(m));
   zcoll::byte_writer writer(bytes);
   VectorLZ::write_model(m, writer);
-  // The documented layout: u32 dim, u8 window.
+  // The documented layout: u32 dim, u8 window, the literals' Huffman model (here 1 byte: bit-plane).
   CHECK(zcoll_test::peek<std::uint32_t>(bytes, 0) == 64);
   CHECK(zcoll_test::peek<std::uint8_t>(bytes, 4) == 200);
   for (std::size_t n = 0; n < bytes.size(); ++n) {
@@ -485,7 +517,9 @@ TEST_CASE("VectorLZ model: truncations and corruptions raise format_error or rea
       corrupted[at] = static_cast<std::byte>(value);
       const auto dim = zcoll_test::peek<std::uint32_t>(corrupted, 0);
       const auto window = zcoll_test::peek<std::uint8_t>(corrupted, 4);
-      const bool valid = dim >= 1 && dim <= 65536 && window >= 1;
+      // Byte 5 is the literals' Huffman model: 1 = bit-plane literals, all of it; 0 = a code, which
+      // must follow (it does not here).
+      const bool valid = dim >= 1 && dim <= 65536 && window >= 1 && std::to_integer<unsigned>(corrupted[5]) == 1;
       INFO("byte " << at << " = " << value);
       zcoll::byte_reader reader(corrupted);
       if (valid) {

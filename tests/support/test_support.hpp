@@ -87,8 +87,10 @@ double reference_range(std::span<const T> values, std::optional<zcoll::bits_of<T
   if (!any) return 0.0;
   const int mode = std::fegetround();
   std::fesetround(FE_TOWARDZERO);
-  volatile double high = hi, low = lo;  // volatile: computed at run time, under the mode just set
-  const double range = high - low;
+  // volatile operands and result: the subtraction happens at run time, under the mode just set, and
+  // cannot be moved past the restore below.
+  volatile double high = hi, low = lo;
+  volatile double range = high - low;
   std::fesetround(mode);
   return range;
 }

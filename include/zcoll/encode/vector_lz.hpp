@@ -26,12 +26,18 @@
 /// rows (dim 32..128, error bound 0.01..0.05) the bitmap made chunks only 0.5-2.9% smaller, and byte
 /// tokens let the decoder copy without bit extraction.
 ///
-/// Model (the stream's parameter section), 5 bytes:
+/// Model (the stream's parameter section):
 ///
 /// | bytes | field                                                                 |
 /// |-------|-----------------------------------------------------------------------|
 /// | 4     | dim: the vector length (u32, 1..65536)                                |
 /// | 1     | window: how many vectors back a match may reach (u8, 1..255)          |
+/// | rest  | the literals' Huffman model (encode/huffman.hpp)                      |
+///
+/// Literals with a Huffman code: the literal section is instead one Huffman chunk (encode/huffman.hpp)
+/// of the L literal residuals. The DLRM paper's two encoders in one: matches take the repeated rows,
+/// the code takes the entropy of the rest (a Huffman model that would not beat bit-plane blocks is
+/// its fallback, and the section is the bit-plane blocks above).
 ///
 ///     const auto model = VectorLZ::make_model({}, {.chunk_values = 4096, .shape = {rows, 64}});
 ///     auto size = VectorLZ::encode_chunk(model, residuals, out);   // nullopt: did not fit
@@ -45,6 +51,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/core/byte_io.hpp"
@@ -53,6 +60,7 @@
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/stream_header.hpp"
 #include "zcoll/encode/bitshuffle.hpp"
+#include "zcoll/encode/huffman.hpp"
 
 namespace zcoll::encode {
 
@@ -322,28 +330,31 @@ class match_finder {
 struct VectorLZ {
   static constexpr std::uint8_t id = 3;
   static constexpr const char* name = "vector-lz";
-  static constexpr bool needs_statistics = false;
+  static constexpr bool needs_statistics = true;
 
-  /// Nothing to gather: the model comes from the config alone.
-  struct statistics {
-    void add(std::span<const std::int32_t>) {}
-    void merge(const statistics&) {}
-  };
+  /// The residual histogram the literals' Huffman code is built from.
+  using statistics = Huffman::statistics;
 
   struct model {
     /// Codes per vector: the pattern length, shape.back().
     std::uint32_t dim = 1;
     /// How many vectors back a match may reach (the token is one byte, hence at most 255).
     std::uint8_t window = 255;
-    friend bool operator==(const model&, const model&) = default;
+    /// How the literal vectors are coded: a Huffman code, or (the default, and Huffman's own fallback
+    /// when a code would not be smaller) bit-plane blocks.
+    Huffman::model literals = {};
+    friend bool operator==(const model& a, const model& b) {
+      return a.dim == b.dim && a.window == b.window && a.literals.serialized == b.literals.serialized;
+    }
   };
 
-  static constexpr std::size_t max_model_bytes = 5;
+  static constexpr std::size_t lz_model_bytes = 5;
+  static constexpr std::size_t max_model_bytes = lz_model_bytes + Huffman::max_model_bytes;
   static constexpr unsigned max_window = 255;
 
   /// The vector length and window from the config; a chunk must hold whole vectors, so that no
   /// vector straddles two chunks.
-  static model make_model(const statistics&, const codec_config& config) {
+  static model make_model(const statistics& residuals, const codec_config& config) {
     if (config.shape.empty()) {
       throw argument_error(
           "codec_config: shape is empty; vector-lz needs the vector length as shape.back() (shape = {rows, dim})");
@@ -359,14 +370,19 @@ struct VectorLZ {
                            " must be a multiple of the vector length " + std::to_string(dim) +
                            " (shape.back()) for vector-lz");
     }
-    return {.dim = static_cast<std::uint32_t>(dim), .window = static_cast<std::uint8_t>(config.match_window)};
+    return {.dim = static_cast<std::uint32_t>(dim),
+            .window = static_cast<std::uint8_t>(config.match_window),
+            .literals = Huffman::make_model(residuals, config)};
   }
 
-  static std::size_t model_size_bytes(const model&) { return max_model_bytes; }
+  static std::size_t model_size_bytes(const model& m) {
+    return lz_model_bytes + Huffman::model_size_bytes(m.literals);
+  }
 
   static void write_model(const model& m, byte_writer& out) {
     out.write(m.dim);
     out.write(m.window);
+    Huffman::write_model(m.literals, out);
   }
 
   static model read_model(byte_reader& in) {
@@ -376,7 +392,7 @@ struct VectorLZ {
       throw format_error("vector-lz model: vector length " + std::to_string(dim) + " is outside 1..65536");
     }
     if (window < 1) throw format_error("vector-lz model: match window 0 is outside 1..255");
-    return {.dim = dim, .window = window};
+    return {.dim = dim, .window = window, .literals = Huffman::read_model(in)};
   }
 
   /// Writes the chunk into `out`; its size, or nothing when it does not fit (nothing is written past
@@ -388,6 +404,7 @@ struct VectorLZ {
     const std::size_t tail = residuals.size() - full_vectors * dim;
     const std::size_t vectors = full_vectors + (tail > 0 ? 1 : 0);
     if (out.size() < vectors) return std::nullopt;
+    if (!m.literals.bitplane_fallback) return encode_with_coded_literals(m, residuals, out);
 
     std::byte* const tokens = out.data();
     detail::literal_block_writer literals(out.data() + vectors, out.data() + out.size());
@@ -420,6 +437,7 @@ struct VectorLZ {
     }
     const auto* tokens = reinterpret_cast<const std::uint8_t*>(in.data());
     check_tokens(m, tokens, full_vectors, tail > 0);
+    if (!m.literals.bitplane_fallback) return decode_with_coded_literals(m, in, tokens, residuals);
 
     detail::literal_block_reader literals(in.subspan(vectors));
     std::uint32_t* y = residuals.data();
@@ -436,6 +454,67 @@ struct VectorLZ {
   }
 
  private:
+  /// Per-thread scratch for the literal residuals of one chunk (at most 65536 values).
+  template <class V>
+  static V* literal_scratch() {
+    thread_local std::vector<V> scratch(max_chunk_values);
+    return scratch.data();
+  }
+
+  /// Tokens as above, then the literal residuals gathered and coded as one Huffman chunk.
+  static std::optional<std::size_t> encode_with_coded_literals(const model& m, std::span<const std::int32_t> residuals,
+                                                               std::span<std::byte> out) {
+    const std::size_t dim = m.dim;
+    const std::size_t full_vectors = residuals.size() / dim;
+    const std::size_t tail = residuals.size() - full_vectors * dim;
+    const std::size_t vectors = full_vectors + (tail > 0 ? 1 : 0);
+    std::int32_t* const literals = literal_scratch<std::int32_t>();
+    std::size_t literal_count = 0;
+    detail::match_finder matches(vectors, m.window);
+    for (std::size_t v = 0; v < full_vectors; ++v) {
+      const std::size_t distance = matches.find(residuals.data(), v, dim);
+      out[v] = static_cast<std::byte>(distance);
+      if (distance == 0) {
+        std::memcpy(literals + literal_count, residuals.data() + v * dim, dim * sizeof(std::int32_t));
+        literal_count += dim;
+      }
+    }
+    if (tail > 0) {
+      out[full_vectors] = std::byte{0};
+      std::memcpy(literals + literal_count, residuals.data() + full_vectors * dim, tail * sizeof(std::int32_t));
+      literal_count += tail;
+    }
+    const auto coded = Huffman::encode_chunk(m.literals, std::span<const std::int32_t>(literals, literal_count),
+                                             out.subspan(vectors));
+    if (!coded) return std::nullopt;
+    return vectors + *coded;
+  }
+
+  static std::size_t decode_with_coded_literals(const model& m, std::span<const std::byte> in,
+                                                const std::uint8_t* tokens, std::span<std::uint32_t> residuals) {
+    const std::size_t dim = m.dim;
+    const std::size_t full_vectors = residuals.size() / dim;
+    const std::size_t tail = residuals.size() - full_vectors * dim;
+    const std::size_t vectors = full_vectors + (tail > 0 ? 1 : 0);
+    std::size_t literal_count = tail;
+    for (std::size_t v = 0; v < full_vectors; ++v) literal_count += tokens[v] == 0 ? dim : 0;
+    std::uint32_t* const literals = literal_scratch<std::uint32_t>();
+    const std::size_t coded =
+        Huffman::decode_chunk(m.literals, in.subspan(vectors), std::span<std::uint32_t>(literals, literal_count));
+    const std::uint32_t* next = literals;
+    std::uint32_t* y = residuals.data();
+    for (std::size_t v = 0; v < full_vectors; ++v, y += dim) {
+      if (tokens[v] != 0) {
+        detail::copy_vector(y, y - std::size_t{tokens[v]} * dim, dim);
+      } else {
+        std::memcpy(y, next, dim * sizeof(std::uint32_t));
+        next += dim;
+      }
+    }
+    if (tail > 0) std::memcpy(y, next, tail * sizeof(std::uint32_t));
+    return vectors + coded;
+  }
+
   /// A model from make_model or read_model has dim >= 1; one built by hand might not.
   static std::size_t checked_dim(const model& m) {
     if (m.dim == 0) throw argument_error("vector-lz: model.dim is 0; the vector length must be >= 1");
