@@ -25,6 +25,14 @@
 #define ZCOLL_HAS_AVX2 0
 #endif
 
+// F16C's float <-> half conversions (the row-wise quantizers' f16 scale and bias), independent of AVX2:
+// a build with -mno-avx2 on an F16C machine still has them.
+#if defined(__F16C__)
+#define ZCOLL_HAS_F16C 1
+#else
+#define ZCOLL_HAS_F16C 0
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define ZCOLL_ALWAYS_INLINE inline __attribute__((always_inline))
 // For lambdas on hot paths (the Huffman decoder's four bit sources stay in registers only if inlined).

@@ -59,7 +59,7 @@
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/value_type.hpp"
 
-#if ZCOLL_HAS_AVX2
+#if ZCOLL_HAS_AVX2 || ZCOLL_HAS_F16C
 #include <immintrin.h>
 #endif
 
@@ -290,7 +290,7 @@ row_scale_bias choose_scale_bias(double lo, double hi, std::size_t row) {
   return p;
 }
 
-#if defined(__F16C__)
+#if ZCOLL_HAS_F16C
 /// choose_scale_bias<Bits> for 4 and 2 bits and a float row, with F16C's directed conversions: B rounds lo
 /// down to f16 in one instruction and S rounds (hi - B) / (2^q - 1), computed in float (within 2^-22 of
 /// the exact quotient, so within one f16 step of the answer), up. In double, B + (2^q - 1) S is exact for
@@ -608,7 +608,7 @@ ZCOLL_ALWAYS_INLINE row_scale_bias scale_bias_of_row(const T* x, std::size_t dim
   const row_extent<T> extent = extent_of_row(x, dim);
   if (!extent.finite) report_non_finite(x, dim, row);
   if constexpr (Bits == 8 && std::is_same_v<T, float>) return choose_scale_bias8(extent.lo, extent.hi, row);
-#if defined(__F16C__)
+#if ZCOLL_HAS_F16C
   if constexpr (Bits != 8 && std::is_same_v<T, float>) return choose_scale_bias_f16c<Bits>(extent.lo, extent.hi, row);
 #endif
   return choose_scale_bias<Bits>(extent.lo, extent.hi, row);
