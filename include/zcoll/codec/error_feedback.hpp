@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "zcoll/codec/codec_config.hpp"
+#include "zcoll/codec/compress_to_vector.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
@@ -39,7 +40,7 @@ using feedback_key = std::uint64_t;
 
 namespace detail {
 /// C fuses the residual into its encode pass: compress_with_residual(exec, in, out, residual) writes
-/// in - decode(stream) into residual.
+/// in - decode(stream) into residual, which may be `in` itself.
 template <class C, class T>
 concept fuses_residual = requires(const C& c, const exec::Host& exec, std::span<const T> in, std::span<std::byte> out,
                                   std::span<T> residual) {
@@ -79,16 +80,17 @@ class ErrorFeedback {
     using T = std::ranges::range_value_t<R>;
     const std::span<const T> x(std::ranges::data(in), std::ranges::size(in));
     std::vector<T>& residual = residual_for<T>(key, x.size());
-    // z = x + e, in place in the residual buffer; then e = z - decode(C(z)).
+    // z = x + e, in place in the residual buffer; then e = z - decode(C(z)), also in place.
     for (std::size_t i = 0; i < x.size(); ++i) residual[i] = x[i] + residual[i];
-    const std::vector<T> z = residual;
     std::span<std::byte> written;
     if constexpr (detail::fuses_residual<C, T>) {
-      written = codec_.compress_with_residual(exec, std::span<const T>(z), out, std::span<T>(residual));
+      // The fused encoder reads z and writes the residual over it, element by element.
+      written = codec_.compress_with_residual(exec, std::span<const T>(residual), out, std::span<T>(residual));
     } else {
-      written = codec_.compress(exec, z, out);
-      codec_.decompress(exec, written, residual);
-      for (std::size_t i = 0; i < z.size(); ++i) residual[i] = z[i] - residual[i];
+      written = codec_.compress(exec, residual, out);
+      std::vector<T> decoded(residual.size());
+      codec_.decompress(exec, written, decoded);
+      for (std::size_t i = 0; i < residual.size(); ++i) residual[i] -= decoded[i];
     }
     // A NaN or infinite input travels exactly and leaves no residual: carrying NaN or inf - inf forward
     // would poison every later step of this element.
@@ -114,10 +116,7 @@ class ErrorFeedback {
   template <std::ranges::contiguous_range R>
     requires floating_value<std::ranges::range_value_t<R>>
   std::vector<std::byte> compress(const R& in, feedback_key key = 0) const {
-    using T = std::ranges::range_value_t<R>;
-    std::vector<std::byte> stream(max_compressed_size<T>(std::ranges::size(in)));
-    stream.resize(compress(exec::Host{}, in, std::span<std::byte>(stream), key).size());
-    return stream;
+    return compress_to_vector(*this, in, key);
   }
 
   template <floating_value T>

@@ -28,6 +28,7 @@
 #include "zcoll/adapt/select.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
+#include "zcoll/codec/compress_to_vector.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
@@ -124,10 +125,7 @@ class Hybrid {
   template <std::ranges::contiguous_range R>
     requires floating_value<std::ranges::range_value_t<R>>
   std::vector<std::byte> compress(const R& in, table_id table = 0) const {
-    using T = std::ranges::range_value_t<R>;
-    std::vector<std::byte> stream(max_compressed_size<T>(std::ranges::size(in)));
-    stream.resize(compress(exec::Host{}, in, std::span<std::byte>(stream), table).size());
-    return stream;
+    return compress_to_vector(*this, in, table);
   }
 
   template <floating_value T>
@@ -171,10 +169,12 @@ class Hybrid {
 
   /// The candidate's name, for reports.
   static std::string candidate_name(std::size_t candidate) {
-    std::string n;
-    std::size_t i = 0;
-    ((i++ == candidate ? (n = C::name(), 0) : 0), ...);
-    return n;
+    const std::array<std::string, candidate_count> names{C::name()...};
+    if (candidate >= candidate_count) {
+      throw argument_error("Hybrid::candidate_name: candidate " + std::to_string(candidate) + " of " +
+                           std::to_string(candidate_count) + " (0-based)");
+    }
+    return names[candidate];
   }
 
  private:

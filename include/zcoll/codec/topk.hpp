@@ -53,6 +53,7 @@
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
+#include "zcoll/codec/compress_to_vector.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
@@ -392,10 +393,7 @@ class TopK {
   template <std::ranges::contiguous_range R>
     requires floating_value<std::ranges::range_value_t<R>>
   std::vector<std::byte> compress(const R& in) const {
-    using T = std::ranges::range_value_t<R>;
-    std::vector<std::byte> stream(max_compressed_size<T>(std::ranges::size(in)));
-    stream.resize(compress(exec::Host{}, in, std::span<std::byte>(stream)).size());
-    return stream;
+    return compress_to_vector(*this, in);
   }
 
   /// Convenience: a new vector of the stream's values. The whole stream is validated before the

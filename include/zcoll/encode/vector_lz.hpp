@@ -399,12 +399,10 @@ struct VectorLZ {
   /// `out` either way).
   static std::optional<std::size_t> encode_chunk(const model& m, std::span<const std::int32_t> residuals,
                                                  std::span<std::byte> out) {
-    const std::size_t dim = checked_dim(m);
-    const std::size_t full_vectors = residuals.size() / dim;
-    const std::size_t tail = residuals.size() - full_vectors * dim;
-    const std::size_t vectors = full_vectors + (tail > 0 ? 1 : 0);
+    const chunk_vectors shape = vectors_of(m, residuals.size());
+    const auto [dim, full_vectors, tail, vectors] = shape;
     if (out.size() < vectors) return std::nullopt;
-    if (!m.literals.bitplane_fallback) return encode_with_coded_literals(m, residuals, out);
+    if (!m.literals.bitplane_fallback) return encode_with_coded_literals(m, residuals, out, shape);
 
     std::byte* const tokens = out.data();
     detail::literal_block_writer literals(out.data() + vectors, out.data() + out.size());
@@ -427,17 +425,17 @@ struct VectorLZ {
   /// follows is the pipeline's: the exception section). Raises format_error on a token past the window
   /// or the chunk's start, a truncated literal section, or non-zero padding.
   static std::size_t decode_chunk(const model& m, std::span<const std::byte> in, std::span<std::uint32_t> residuals) {
-    const std::size_t dim = checked_dim(m);
-    const std::size_t full_vectors = residuals.size() / dim;
-    const std::size_t tail = residuals.size() - full_vectors * dim;
-    const std::size_t vectors = full_vectors + (tail > 0 ? 1 : 0);
+    const chunk_vectors shape = vectors_of(m, residuals.size());
+    const auto [dim, full_vectors, tail, vectors] = shape;
     if (in.size() < vectors) {
       throw format_error("vector-lz: chunk of " + std::to_string(in.size()) + " bytes is shorter than its " +
                          std::to_string(vectors) + " token bytes");
     }
     const auto* tokens = reinterpret_cast<const std::uint8_t*>(in.data());
     check_tokens(m, tokens, full_vectors, tail > 0);
-    if (!m.literals.bitplane_fallback) return decode_with_coded_literals(m, in, tokens, residuals);
+    if (!m.literals.bitplane_fallback) {
+      return decode_with_coded_literals(m, in, tokens, residuals, shape);
+    }
 
     detail::literal_block_reader literals(in.subspan(vectors));
     std::uint32_t* y = residuals.data();
@@ -454,6 +452,18 @@ struct VectorLZ {
   }
 
  private:
+  /// How a chunk of `values` residuals splits into vectors: `full` whole ones, then a partial one of
+  /// `tail` values (only at a stream's end); `count` tokens in all.
+  struct chunk_vectors {
+    std::size_t dim, full, tail, count;
+  };
+  static chunk_vectors vectors_of(const model& m, std::size_t values) {
+    const std::size_t dim = checked_dim(m);
+    const std::size_t full = values / dim;
+    const std::size_t tail = values - full * dim;
+    return {dim, full, tail, full + (tail > 0 ? 1 : 0)};
+  }
+
   /// Per-thread scratch for the literal residuals of one chunk (at most 65536 values).
   template <class V>
   static V* literal_scratch() {
@@ -463,11 +473,8 @@ struct VectorLZ {
 
   /// Tokens as above, then the literal residuals gathered and coded as one Huffman chunk.
   static std::optional<std::size_t> encode_with_coded_literals(const model& m, std::span<const std::int32_t> residuals,
-                                                               std::span<std::byte> out) {
-    const std::size_t dim = m.dim;
-    const std::size_t full_vectors = residuals.size() / dim;
-    const std::size_t tail = residuals.size() - full_vectors * dim;
-    const std::size_t vectors = full_vectors + (tail > 0 ? 1 : 0);
+                                                               std::span<std::byte> out, chunk_vectors shape) {
+    const auto [dim, full_vectors, tail, vectors] = shape;
     std::int32_t* const literals = literal_scratch<std::int32_t>();
     std::size_t literal_count = 0;
     detail::match_finder matches(vectors, m.window);
@@ -491,11 +498,9 @@ struct VectorLZ {
   }
 
   static std::size_t decode_with_coded_literals(const model& m, std::span<const std::byte> in,
-                                                const std::uint8_t* tokens, std::span<std::uint32_t> residuals) {
-    const std::size_t dim = m.dim;
-    const std::size_t full_vectors = residuals.size() / dim;
-    const std::size_t tail = residuals.size() - full_vectors * dim;
-    const std::size_t vectors = full_vectors + (tail > 0 ? 1 : 0);
+                                                const std::uint8_t* tokens, std::span<std::uint32_t> residuals,
+                                                chunk_vectors shape) {
+    const auto [dim, full_vectors, tail, vectors] = shape;
     std::size_t literal_count = tail;
     for (std::size_t v = 0; v < full_vectors; ++v) literal_count += tokens[v] == 0 ? dim : 0;
     std::uint32_t* const literals = literal_scratch<std::uint32_t>();
