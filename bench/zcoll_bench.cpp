@@ -462,6 +462,10 @@ const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
       {"int4", entry_of<zcoll::Int4, T>()},
       {"int2", entry_of<zcoll::Int2, T>()},
       {"topk", entry_of<zcoll::TopK, T>()},
+      {"fp16", entry_of<zcoll::FP16, T>()},
+      {"bf16", entry_of<zcoll::BF16, T>()},
+      {"fp8-e4m3", entry_of<zcoll::FP8E4M3, T>()},
+      {"fp8-e5m2", entry_of<zcoll::FP8E5M2, T>()},
   };
   return table;
 }

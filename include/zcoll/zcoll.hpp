@@ -2,6 +2,7 @@
 /// zcoll: error-bounded lossy compression for collective communication. Umbrella header: the host codecs.
 /// (transport/mpi.hpp and the .cuh drivers are included on their own.)
 
+#include "zcoll/codec/cast.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/codec/error_feedback.hpp"

@@ -73,7 +73,7 @@ struct Linear {
         codes[j] = q;
         reconstructed[j] = static_cast<T>(q) * step_;  // exactly the decoder's dequantize
       }
-      detail::materialize(reconstructed);
+      zcoll::detail::materialize(reconstructed);
       return ~lanes_within(x, reconstructed);
     }
 
