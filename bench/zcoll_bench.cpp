@@ -112,7 +112,8 @@ codecs and bounds:
   --abs E1,E2,...       absolute error bounds
   --rel R1,R2,...       bounds relative to the value range (default 1e-3 if no bound is given)
   --fill VALUE          declare a fill value (stored exactly, left out of the range)
-  --chunk N             values per chunk (multiple of 32, default 4096)
+  --chunk N             values per chunk (multiple of 32; default: each codec's, 4096 or 65536 for
+                        2-D/3-D Lorenzo)
 reference rows (off by default; one thread, whatever --threads):
   --reference A,B,...   'all', 'list' to print them, or groups and row names:
                           lz4        LZ4_compress_default on the raw value bytes (lossless)
@@ -461,6 +462,9 @@ const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
       {"int8", entry_of<zcoll::Int8, T>()},
       {"int4", entry_of<zcoll::Int4, T>()},
       {"int2", entry_of<zcoll::Int2, T>()},
+      {"highratio-1d", entry_of<zcoll::HighRatio<1>, T>()},
+      {"highratio-2d", entry_of<zcoll::HighRatio<2>, T>()},
+      {"highratio-3d", entry_of<zcoll::HighRatio<3>, T>()},
       {"topk", entry_of<zcoll::TopK, T>()},
       {"fp16", entry_of<zcoll::FP16, T>()},
       {"bf16", entry_of<zcoll::BF16, T>()},
@@ -652,7 +656,8 @@ int run(const options& o) {
   const std::string title =
       fmt::format("zcoll-bench codec: {} ({} {} values, {:.2f} MB), {} thread(s), median of {}, chunk {}", data,
                   values.size(), o.type, static_cast<double>(values.size() * sizeof(T)) / 1e6, o.threads, o.repeat,
-                  o.chunk_values);
+                  o.chunk_values == 0 ? std::string("per codec (4096; 65536 with 2-D/3-D Lorenzo)")
+                                      : std::to_string(o.chunk_values));
   print_table(input.note.empty() ? title : title + "\n" + input.note, rows);
   for (const auto& note : notes) fmt::print("note: {}\n", note);
   if (!o.csv.empty()) write_csv(o.csv, data, rows);

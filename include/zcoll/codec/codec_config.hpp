@@ -14,9 +14,11 @@ struct codec_config {
   /// The pointwise bound: zcoll::absolute(eb) or zcoll::relative(fraction of the value range).
   /// The default, absolute(0), is lossless.
   bound error_bound = {};
-  /// Values per independently coded chunk: a multiple of 32 in [32, 65536]. 4096 values (16 KiB of
-  /// f32) keep a chunk and its codes in L1; see docs/performance.md for the chunk-length sweep.
-  std::uint32_t chunk_values = 4096;
+  /// Values per independently coded chunk: a multiple of 32 in [32, 65536], or 0 for the codec's
+  /// default. Pipelines default to 4096 values (16 KiB of f32 keep a chunk and its codes in L1; see
+  /// docs/performance.md for the chunk-length sweep), and to 65536 with 2-D or 3-D Lorenzo prediction,
+  /// which restarts at each chunk and needs many rows in one. config() reports the length in use.
+  std::uint32_t chunk_values = 0;
   /// A value that marks missing data (land in an ocean field, say): stored exactly, at almost no cost,
   /// and left out of the range a relative bound refers to. Must be exactly representable in the data's
   /// type; matched bit for bit (so NaN works, and -0.0 is not 0.0).

@@ -35,6 +35,7 @@
 #include <ranges>
 #include <span>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -102,12 +103,14 @@ class Pipeline {
 
   /// Chunk encoders code a whole chunk with a model the stream carries in its parameter section.
   static constexpr bool codes_chunks = encode::chunk_encoder<E>;
+  /// 2-D and 3-D predictors carry the grid's extents there too, before the model.
+  static constexpr bool predictor_has_parameters = predict::parameterized_predictor<P>;
+  static constexpr bool has_parameter_section = codes_chunks || predictor_has_parameters;
   static constexpr std::size_t max_parameter_section_bytes = [] {
-    if constexpr (codes_chunks) {
-      return std::size_t{4} + E::max_model_bytes;
-    } else {
-      return std::size_t{0};
-    }
+    std::size_t bytes = has_parameter_section ? 4 : 0;
+    if constexpr (predictor_has_parameters) bytes += P::parameter_bytes;
+    if constexpr (codes_chunks) bytes += E::max_model_bytes;
+    return bytes;
   }();
 
   static constexpr std::uint8_t id = pipeline_codec_id(Q::id, P::id, E::id);
@@ -117,7 +120,14 @@ class Pipeline {
   /// "linear+lorenzo1d+bitshuffle".
   static std::string name() { return std::string(Q::name) + "+" + P::name + "+" + E::name; }
 
-  explicit Pipeline(codec_config config = {}) : config_(std::move(config)) { validate(config_); }
+  /// The chunk length when the config leaves it 0: 4096 values, or the longest chunk (65536) for a 2-D or
+  /// 3-D predictor, whose rows and planes must fit in one chunk to be predicted from.
+  static constexpr std::uint32_t default_chunk_values = predictor_has_parameters ? max_chunk_values : 4096;
+
+  explicit Pipeline(codec_config config = {}) : config_(std::move(config)) {
+    if (config_.chunk_values == 0) config_.chunk_values = default_chunk_values;
+    validate(config_);
+  }
 
   const codec_config& config() const { return config_; }
 
@@ -162,7 +172,7 @@ class Pipeline {
   /// Convenience: a new vector of the stream's values, one thread.
   template <floating_value T>
   std::vector<T> decompress(std::span<const std::byte> in) const {
-    const stream_layout layout = read_stream_layout(in, codes_chunks);
+    const stream_layout layout = read_stream_layout(in, has_parameter_section);
     check_header<T>(layout.header);
     // Validate before allocating: a header may claim any count, but with a block encoder every chunk
     // spends at least one byte per block of 32 values (a chunk encoder's chunks at least their kind byte,
@@ -181,7 +191,7 @@ class Pipeline {
     const auto c = config.chunk_values;
     if (c < min_chunk_values || c > max_chunk_values || c % block_values != 0) {
       throw argument_error("codec_config: chunk_values " + std::to_string(c) +
-                           " must be a multiple of 32 in [32, 65536]");
+                           " must be a multiple of 32 in [32, 65536] (or 0 for the default)");
     }
   }
 
@@ -213,6 +223,32 @@ class Pipeline {
     }
   }
 
+  using predictor_parameters = decltype([] {
+    if constexpr (predictor_has_parameters) {
+      return typename P::parameters{};
+    } else {
+      return std::monostate{};
+    }
+  }());
+
+  predictor_parameters make_predictor_parameters(std::size_t count) const {
+    if constexpr (predictor_has_parameters) {
+      return P::make_parameters(config_, count);
+    } else {
+      return {};
+    }
+  }
+
+  /// The predictor's state at the start of the chunk whose first value is number `first`.
+  static typename P::state predictor_state(const predictor_parameters& parameters, std::uint64_t first,
+                                           std::size_t chunk_values) {
+    if constexpr (predictor_has_parameters) {
+      return typename P::state(parameters, first, chunk_values);
+    } else {
+      return {};
+    }
+  }
+
   static std::size_t checked_count(const stream_header& header) {
     if (header.count > std::numeric_limits<std::size_t>::max() / 8) {
       throw format_error("value count " + std::to_string(header.count) + " is too large");
@@ -236,6 +272,7 @@ class Pipeline {
                            std::to_string(count) + ") = " + std::to_string(needed) + " are needed");
     }
     const auto fill = fill_bits<T>();
+    const predictor_parameters grid = make_predictor_parameters(count);
 
     double eb = 0.0;
     if constexpr (Q::uses_error_bound) {
@@ -265,24 +302,32 @@ class Pipeline {
     // Each worker compresses a contiguous range of chunks into its own region, sized for the worst case
     // (every chunk verbatim); the regions are then moved together. One worker writes in place.
     const std::size_t chunk_capacity = 1 + std::size_t{chunk_values} * sizeof(T);
+    const auto state_of = [&](std::size_t c) {
+      return chunk_coder_state(predictor_state(grid, std::uint64_t{c} * chunk_values, chunk_values));
+    };
     if constexpr (codes_chunks) {
-      const auto model = build_model<T>(exec, quantizer, fill, chunks, chunk_of);
-      prefix_bytes += write_parameter_section(model, out.subspan(prefix_bytes));
+      const auto model = build_model<T>(exec, quantizer, fill, chunks, chunk_of, state_of);
+      prefix_bytes += write_parameter_section(grid, model, out.subspan(prefix_bytes));
       exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
         std::vector<std::int32_t> residuals(chunk_values);
         std::byte* cursor = out.data() + prefix_bytes + begin * chunk_capacity;
         for (std::size_t c = begin; c < end; ++c) {
-          const auto size =
-              static_cast<std::uint32_t>(compress_chunk(quantizer, fill, chunk_of(c), cursor, model, residuals.data()));
+          auto state = state_of(c);
+          const auto size = static_cast<std::uint32_t>(
+              compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, residuals.data()));
           std::memcpy(index + 4 * c, &size, 4);
           cursor += size;
         }
       });
     } else {
+      if constexpr (has_parameter_section) {
+        prefix_bytes += write_parameter_section(grid, std::monostate{}, out.subspan(prefix_bytes));
+      }
       exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
         std::byte* cursor = out.data() + prefix_bytes + begin * chunk_capacity;
         for (std::size_t c = begin; c < end; ++c) {
-          const auto size = static_cast<std::uint32_t>(compress_chunk(quantizer, fill, chunk_of(c), cursor));
+          auto state = state_of(c);
+          const auto size = static_cast<std::uint32_t>(compress_chunk(quantizer, fill, chunk_of(c), cursor, state));
           std::memcpy(index + 4 * c, &size, 4);
           cursor += size;
         }
@@ -307,10 +352,10 @@ class Pipeline {
 
   /// The chunk encoder's model: from the statistics of every chunk's residuals when the encoder needs
   /// them (one pass more over the input, in parallel, one statistics object per worker).
-  template <floating_value T, class BlockQuantizer, class ChunkOf>
+  template <floating_value T, class BlockQuantizer, class ChunkOf, class StateOf>
     requires codes_chunks
   auto build_model(const exec::Host& exec, const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
-                   std::size_t chunks, const ChunkOf& chunk_of) const {
+                   std::size_t chunks, const ChunkOf& chunk_of, const StateOf& state_of) const {
     typename E::statistics statistics;
     if (E::needs_statistics && quantizer.usable() && chunks > 0) {
       std::vector<typename E::statistics> partial(exec::worker_count(exec, chunks));
@@ -318,7 +363,7 @@ class Pipeline {
         std::vector<std::int32_t> residuals(config_.chunk_values);
         for (std::size_t c = begin; c < end; ++c) {
           const std::span<const T> values = chunk_of(c);
-          chunk_coder_state state;
+          auto state = state_of(c);
           residuals_of_chunk(quantizer, fill, values, state, residuals.data());
           partial[worker].add(std::span<const std::int32_t>(residuals.data(), values.size()));
         }
@@ -328,22 +373,28 @@ class Pipeline {
     return E::make_model(statistics, config_);
   }
 
-  /// Writes the parameter section (u32 size, then the model) at the front of `out`; returns its size.
+  /// Writes the parameter section (u32 size, the predictor's parameters, then the encoder's model) at
+  /// the front of `out`; returns its size.
   template <class Model>
-  static std::size_t write_parameter_section(const Model& model, std::span<std::byte> out) {
-    const std::size_t bytes = E::model_size_bytes(model);
+  static std::size_t write_parameter_section(const predictor_parameters& grid, const Model& model,
+                                             std::span<std::byte> out) {
+    std::size_t bytes = 0;
+    if constexpr (predictor_has_parameters) bytes += P::parameter_bytes;
+    if constexpr (codes_chunks) bytes += E::model_size_bytes(model);
     byte_writer section(out.first(4 + bytes));
     section.write(static_cast<std::uint32_t>(bytes));
-    E::write_model(model, section);
+    if constexpr (predictor_has_parameters) P::write_parameters(grid, section);
+    if constexpr (codes_chunks) E::write_model(model, section);
     if (section.remaining() != 0) {
-      throw error(std::string(E::name) + ": model_size_bytes() does not match what write_model() wrote");
+      throw error(name() + ": parameter_bytes or model_size_bytes() does not match what was written");
     }
     return 4 + bytes;
   }
 
   /// The per-chunk state of quantizing and predicting block after block, and the exceptions found.
   struct chunk_coder_state {
-    typename P::state predictor{};
+    explicit chunk_coder_state(typename P::state p) : predictor(std::move(p)) {}
+    typename P::state predictor;
     std::int32_t previous_code = 0;
     std::size_t exception_count = 0;
     detail::block_exceptions exceptions[detail::max_blocks_per_chunk];
@@ -390,14 +441,13 @@ class Pipeline {
   /// returns its size.
   template <floating_value T, class BlockQuantizer>
   static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
-                                    std::span<const T> values, std::byte* out) {
+                                    std::span<const T> values, std::byte* out, chunk_coder_state& state) {
     if (!quantizer.usable()) return write_verbatim(values, out);
 
     // The coded form is kept only when it is smaller than the verbatim one.
     std::byte* const limit = out + 1 + values.size_bytes() - 1;
     std::byte* cursor = out + 1;
     const std::size_t blocks = (values.size() + block_values - 1) / block_values;
-    chunk_coder_state state;
     alignas(64) std::int32_t residuals[block_values];
     for (std::size_t b = 0; b < blocks; ++b) {
       residuals_of_block(quantizer, fill, values, b, state, residuals);
@@ -417,11 +467,10 @@ class Pipeline {
   /// Writes one chunk at `out` with a chunk encoder, given scratch for the chunk's residuals.
   template <floating_value T, class BlockQuantizer, class Model>
   static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
-                                    std::span<const T> values, std::byte* out, const Model& model,
-                                    std::int32_t* residuals) {
+                                    std::span<const T> values, std::byte* out, chunk_coder_state& state,
+                                    const Model& model, std::int32_t* residuals) {
     if (!quantizer.usable()) return write_verbatim(values, out);
     std::byte* const limit = out + values.size_bytes();
-    chunk_coder_state state;
     residuals_of_chunk(quantizer, fill, values, state, residuals);
     const auto size = E::encode_chunk(model, std::span<const std::int32_t>(residuals, values.size()),
                                       std::span<std::byte>(out + 1, static_cast<std::size_t>(limit - out - 1)));
@@ -542,7 +591,7 @@ class Pipeline {
 
   template <floating_value T>
   void decompress_values(const exec::Host& exec, std::span<const std::byte> in, std::span<T> out) const {
-    const stream_layout layout = read_stream_layout(in, codes_chunks);
+    const stream_layout layout = read_stream_layout(in, has_parameter_section);
     const stream_header& header = layout.header;
     check_header<T>(header);
     if (header.count != out.size()) {
@@ -553,7 +602,9 @@ class Pipeline {
     const std::optional<T> fill =
         header.has_fill_value ? std::optional<T>(std::bit_cast<T>(static_cast<bits_of<T>>(header.fill_bits)))
                               : std::nullopt;
-    const auto model = read_parameter_section(layout);
+    const auto parameters = read_parameter_section(layout);
+    const auto& grid = parameters.first;
+    const auto& model = parameters.second;
     exec::for_each_range(exec, header.chunk_count, [&](std::size_t, std::size_t begin, std::size_t end) {
       std::vector<std::uint32_t> residuals(codes_chunks ? header.chunk_values : 0);
       std::size_t offset = layout.chunk_offset(static_cast<std::uint32_t>(begin));
@@ -561,31 +612,37 @@ class Pipeline {
         const std::size_t size = layout.chunk_size_bytes(static_cast<std::uint32_t>(c));
         const std::size_t first = c * header.chunk_values;
         const auto values = out.subspan(first, std::min<std::size_t>(header.chunk_values, out.size() - first));
-        decompress_chunk(quantizer, fill, model, residuals.data(), in.subspan(offset, size), values, c);
+        decompress_chunk(quantizer, fill, model, predictor_state(grid, first, header.chunk_values), residuals.data(),
+                         in.subspan(offset, size), values, c);
         offset += size;
       }
     });
   }
 
-  /// The model of a chunk encoder, read and validated; nothing for a block encoder.
+  /// The predictor's parameters and the chunk encoder's model, read and validated; monostate for what a
+  /// stage does not have.
   static auto read_parameter_section(const stream_layout& layout) {
-    if constexpr (codes_chunks) {
-      byte_reader section(layout.parameters);
-      auto model = E::read_model(section);
-      if (section.remaining() != 0) {
-        throw format_error(std::to_string(section.remaining()) + " bytes left after the " + E::name + " model");
+    byte_reader section(layout.parameters);
+    predictor_parameters grid{};
+    if constexpr (predictor_has_parameters) grid = P::read_parameters(section);
+    auto model = [&] {
+      if constexpr (codes_chunks) {
+        return E::read_model(section);
+      } else {
+        return std::monostate{};
       }
-      return model;
-    } else {
-      return std::monostate{};
+    }();
+    if (section.remaining() != 0) {
+      throw format_error(std::to_string(section.remaining()) + " bytes left in the parameter section of " + name());
     }
+    return std::pair{grid, std::move(model)};
   }
 
   /// Decodes one chunk into `values`; `residuals` is scratch for a chunk encoder's whole chunk.
   template <floating_value T, class BlockQuantizer, class Model>
   static void decompress_chunk(const BlockQuantizer& quantizer, const std::optional<T>& fill, const Model& model,
-                               std::uint32_t* residuals, std::span<const std::byte> chunk, std::span<T> values,
-                               std::size_t chunk_number) {
+                               typename P::state state, std::uint32_t* residuals, std::span<const std::byte> chunk,
+                               std::span<T> values, std::size_t chunk_number) {
     const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
     byte_reader in(chunk);
     const auto kind = static_cast<detail::chunk_kind>(in.read<std::uint8_t>("chunk kind"));
@@ -603,7 +660,6 @@ class Pipeline {
     if (!quantizer.usable()) {
       throw format_error(where() + "coded chunk in a stream whose error bound admits no quantizer step");
     }
-    typename P::state state{};
     alignas(64) std::uint32_t block_codes[block_values];
     alignas(64) T tail[block_values];
     std::size_t offset = 1;

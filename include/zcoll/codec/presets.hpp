@@ -29,6 +29,13 @@ using EmbeddingHuffman = Pipeline<quantize::Linear, predict::None, encode::Huffm
 /// The DLRM paper's hybrid: per table, Huffman or vector-LZ, whichever the speed-up model prefers.
 using EmbeddingHybrid = Hybrid<EmbeddingHuffman, EmbeddingLZ>;
 
+/// The high-ratio preset for scientific fields: SZ3's recipe (Lorenzo prediction, Huffman) on the codes,
+/// so the bound holds exactly and chunks code and decode in parallel. N = 1, 2 or 3: the predictor's
+/// dimensions, over the last N extents of codec_config::shape (2-D and 3-D default to chunks of 65536
+/// values). Compare the three on your data: on the shared fields 2-D is usually best (docs/performance.md).
+template <unsigned N>
+using HighRatio = Pipeline<quantize::Linear, predict::Lorenzo<N>, encode::Huffman>;
+
 /// No compression: every chunk stored verbatim in the zcoll stream format. The uncompressed baseline of
 /// every comparison, and what Compressed<Schedule, Identity> moves.
 using Identity = Pipeline<quantize::Exact, predict::None, encode::Raw>;

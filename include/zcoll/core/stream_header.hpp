@@ -19,7 +19,8 @@
 ///
 /// Pipelines whose stages carry parameters (a Huffman code, the vector length of vector-LZ, the extents
 /// of a 2-D or 3-D Lorenzo predictor) follow the index with a parameter section: its byte count (u32),
-/// then the bytes, which the stages define. Whether a codec has one is fixed by its codec id.
+/// then the bytes, which the stages define: the predictor's first (Lorenzo<2>: nx; Lorenzo<3>: nx, ny;
+/// u64 each), then the encoder's model. Whether a codec has one is fixed by its codec id.
 ///
 /// Codecs with a fixed-size layout of their own (casts, row-wise quantizers, sparsifiers) write chunk
 /// length 0 and chunk count 0: the header is followed by the body their header file documents.

@@ -2,7 +2,11 @@
 /// What a predictor is: codes to residuals per 32-value block, carrying state from block to block.
 
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
+
+#include "zcoll/codec/codec_config.hpp"
+#include "zcoll/core/byte_io.hpp"
 
 namespace zcoll::predict {
 
@@ -17,5 +21,18 @@ concept predictor = std::default_initializable<typename P::state> &&
                       P::forward(s, codes, residuals);
                       P::inverse(s, values);
                     };
+
+/// A predictor with stream parameters (the grid of a 2-D or 3-D Lorenzo predictor): made from the
+/// config and the value count, written to and read from the pipeline's parameter section, and given to
+/// the state of each chunk with the chunk's first value and its length.
+template <class P>
+concept parameterized_predictor =
+    predictor<P> && requires(const codec_config& config, std::size_t count, const typename P::parameters& p,
+                             byte_writer& out, byte_reader& in) {
+      { P::make_parameters(config, count) } -> std::same_as<typename P::parameters>;
+      { P::parameter_bytes } -> std::convertible_to<std::size_t>;
+      P::write_parameters(p, out);
+      { P::read_parameters(in) } -> std::same_as<typename P::parameters>;
+    } && std::constructible_from<typename P::state, const typename P::parameters&, std::uint64_t, std::size_t>;
 
 }  // namespace zcoll::predict

@@ -1,11 +1,14 @@
 #pragma once
-/// 1-D Lorenzo prediction in integer space: r_i = q_i - q_{i-1}, restarting at each chunk.
+/// Lorenzo prediction in integer space. 1-D here: r_i = q_i - q_{i-1}, restarting at each chunk; 2-D
+/// and 3-D in predict/lorenzo_grid.hpp.
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
+#include "zcoll/predict/lorenzo_grid.hpp"
 
 #if ZCOLL_HAS_AVX2
 #include <immintrin.h>
@@ -82,5 +85,9 @@ struct Lorenzo1D {
 #endif
   }
 };
+
+/// Lorenzo<1>, Lorenzo<2>, Lorenzo<3>: the predictor for data of that many dimensions.
+template <unsigned N>
+using Lorenzo = std::conditional_t<N == 1, Lorenzo1D, LorenzoGrid<N>>;
 
 }  // namespace zcoll::predict

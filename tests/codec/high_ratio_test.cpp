@@ -1,0 +1,136 @@
+// HighRatio<N> = Pipeline<Linear, Lorenzo<N>, Huffman>: the grid travels in the parameter section.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "support/codec_checks.hpp"
+#include "support/test_support.hpp"
+#include "zcoll/zcoll.hpp"
+
+using namespace zcoll_test;
+
+namespace {
+
+/// A smooth 3-D field with a little noise: what the 2-D and 3-D predictors are for.
+template <class T>
+std::vector<T> smooth_field(std::size_t nz, std::size_t ny, std::size_t nx, std::uint64_t offset = 0) {
+  std::mt19937_64 rng(seed + offset);
+  std::normal_distribution<double> noise(0.0, 1e-4);
+  std::vector<T> field(nz * ny * nx);
+  for (std::size_t z = 0; z < nz; ++z) {
+    for (std::size_t y = 0; y < ny; ++y) {
+      for (std::size_t x = 0; x < nx; ++x) {
+        const double v = std::sin(0.05 * static_cast<double>(x)) * std::cos(0.07 * static_cast<double>(y)) +
+                         0.3 * std::sin(0.2 * static_cast<double>(z)) + noise(rng);
+        field[(z * ny + y) * nx + x] = static_cast<T>(100.0 * v);
+      }
+    }
+  }
+  return field;
+}
+
+zcoll::codec_config grid_config(double rel, std::vector<std::size_t> shape, std::uint32_t chunk_values = 0) {
+  return {.error_bound = zcoll::relative(rel), .chunk_values = chunk_values, .shape = std::move(shape)};
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("HighRatio round trips keep the bound on every element", "[codec][high-ratio]", float, double) {
+  using T = TestType;
+  // Extents that are not multiples of a block, chunks that start mid-row and mid-plane.
+  const auto field = smooth_field<T>(5, 37, 45);
+  const std::vector<std::size_t> shape = {5, 37, 45};
+  for (double rel : {1e-2, 1e-4}) {
+    for (std::uint32_t chunk : {0u, 4096u, 160u}) {
+      INFO("rel " << rel << ", chunk " << chunk);
+      check_round_trip(zcoll::HighRatio<1>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
+      check_round_trip(zcoll::HighRatio<2>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
+      check_round_trip(zcoll::HighRatio<3>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("HighRatio: adversarial values, empty and short inputs, with and without a shape",
+                   "[codec][high-ratio]", float, double) {
+  using T = TestType;
+  const T fill = T(-1e10);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{31}, std::size_t{33}, std::size_t{4097}}) {
+    const auto data = mixed_input<T>(n, fill);
+    INFO(n << " values");
+    for (auto shape : {std::vector<std::size_t>{}, std::vector<std::size_t>{n}, std::vector<std::size_t>{1, 1, n}}) {
+      zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .fill_value = static_cast<double>(fill),
+                                 .shape = shape};
+      check_round_trip(zcoll::HighRatio<2>{config}, std::span<const T>(data), bits(fill));
+      check_round_trip(zcoll::HighRatio<3>{config}, std::span<const T>(data), bits(fill));
+    }
+    if (n == 4097) {  // 17 rows of 241
+      zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .fill_value = static_cast<double>(fill),
+                                 .shape = {17, 241}};
+      check_round_trip(zcoll::HighRatio<2>{config}, std::span<const T>(data), bits(fill));
+      check_round_trip(zcoll::HighRatio<3>{config}, std::span<const T>(data), bits(fill));
+    }
+  }
+}
+
+TEST_CASE("HighRatio: on a smooth 2-D field, 2-D prediction beats 1-D", "[codec][high-ratio]") {
+  const auto field = smooth_field<float>(1, 300, 300);
+  const auto config = grid_config(1e-3, {300, 300});
+  const auto one = zcoll::HighRatio<1>{config}.compress(field).size();
+  const auto two = zcoll::HighRatio<2>{config}.compress(field).size();
+  CHECK(two * 5 < one * 4);  // at least 20 % smaller
+}
+
+TEST_CASE("HighRatio: chunk length defaults and shape checks", "[codec][high-ratio]") {
+  CHECK(zcoll::HighRatio<1>{}.config().chunk_values == 4096);
+  CHECK(zcoll::HighRatio<2>{}.config().chunk_values == 65536);
+  CHECK(zcoll::HighRatio<3>{{.chunk_values = 1024}}.config().chunk_values == 1024);
+  const std::vector<float> data(100, 1.0f);
+  CHECK_THROWS_WITH(zcoll::HighRatio<3>{grid_config(1e-3, {10, 11})}.compress(data),
+                    Catch::Contains("shape {10, 11} does not hold the input's 100 values"));
+}
+
+TEMPLATE_TEST_CASE("HighRatio: damaged streams are format errors, bytes do not depend on threads",
+                   "[codec][high-ratio]", zcoll::HighRatio<2>, zcoll::HighRatio<3>) {
+  using Codec = TestType;
+  const Codec codec{grid_config(1e-3, {3, 20, 50}, 1024)};
+  const auto data = smooth_field<float>(3, 20, 50);
+  const auto stream = codec.compress(data);
+  for (unsigned threads : {2u, 3u}) {
+    std::vector<std::byte> other(codec.template max_compressed_size<float>(data.size()));
+    const auto written = codec.compress(zcoll::exec::Host{.threads = threads}, data, std::span<std::byte>(other));
+    CHECK(std::equal(written.begin(), written.end(), stream.begin(), stream.end()));
+  }
+  std::vector<float> out(data.size());
+  for (std::size_t n = 0; n < stream.size(); ++n) {
+    INFO("truncated to " << n);
+    CHECK_THROWS_AS(codec.decompress(zcoll::exec::Host{}, std::span<const std::byte>(stream).first(n), out),
+                    zcoll::format_error);
+  }
+  // The grid's extents: 0 is refused; another row length decodes to other values, never out of bounds.
+  const auto layout = zcoll::read_stream_layout(stream, true);
+  const auto extents_at = static_cast<std::size_t>(layout.parameters.data() - stream.data());
+  auto zero_row = stream;
+  std::memset(zero_row.data() + extents_at, 0, 8);
+  CHECK_THROWS_AS(codec.template decompress<float>(zero_row), zcoll::format_error);
+  auto other_row = stream;
+  other_row[extents_at] = std::byte{7};
+  CHECK_NOTHROW(codec.template decompress<float>(other_row));
+
+  std::mt19937_64 rng(seed);
+  std::size_t rejected = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    auto damaged = stream;
+    damaged[rng() % damaged.size()] ^= static_cast<std::byte>(1u << (rng() % 8));
+    try {
+      (void)codec.template decompress<float>(damaged);
+    } catch (const zcoll::format_error&) {
+      ++rejected;
+    }
+  }
+  CHECK(rejected > 0);
+}
