@@ -101,28 +101,5 @@ TEMPLATE_TEST_CASE("Embedding codecs: damaged streams are format errors, bytes d
   using Codec = TestType;
   const Codec codec{embedding_config(0.02, 32, 2048)};
   const auto data = zipf_lookups<float>(300, 32, 600);
-  const auto stream = codec.compress(data);
-  for (unsigned threads : {2u, 3u}) {
-    std::vector<std::byte> other(codec.template max_compressed_size<float>(data.size()));
-    const auto written = codec.compress(zcoll::exec::Host{.threads = threads}, data, std::span<std::byte>(other));
-    CHECK(std::equal(written.begin(), written.end(), stream.begin(), stream.end()));
-  }
-  std::vector<float> out(data.size());
-  for (std::size_t n = 0; n < stream.size(); ++n) {
-    INFO("truncated to " << n);
-    CHECK_THROWS_AS(codec.decompress(zcoll::exec::Host{}, std::span<const std::byte>(stream).first(n), out),
-                    zcoll::format_error);
-  }
-  std::mt19937_64 rng(seed);
-  std::size_t rejected = 0;
-  for (int trial = 0; trial < 3000; ++trial) {
-    auto damaged = stream;
-    damaged[rng() % damaged.size()] ^= static_cast<std::byte>(1u << (rng() % 8));
-    try {
-      (void)codec.template decompress<float>(damaged);
-    } catch (const zcoll::format_error&) {
-      ++rejected;
-    }
-  }
-  CHECK(rejected > 0);
+  check_threads_and_damage(codec, data, 3000);
 }

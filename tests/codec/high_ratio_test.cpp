@@ -99,18 +99,8 @@ TEMPLATE_TEST_CASE("HighRatio: damaged streams are format errors, bytes do not d
   using Codec = TestType;
   const Codec codec{grid_config(1e-3, {3, 20, 50}, 1024)};
   const auto data = smooth_field<float>(3, 20, 50);
+  check_threads_and_damage(codec, data, 2000);
   const auto stream = codec.compress(data);
-  for (unsigned threads : {2u, 3u}) {
-    std::vector<std::byte> other(codec.template max_compressed_size<float>(data.size()));
-    const auto written = codec.compress(zcoll::exec::Host{.threads = threads}, data, std::span<std::byte>(other));
-    CHECK(std::equal(written.begin(), written.end(), stream.begin(), stream.end()));
-  }
-  std::vector<float> out(data.size());
-  for (std::size_t n = 0; n < stream.size(); ++n) {
-    INFO("truncated to " << n);
-    CHECK_THROWS_AS(codec.decompress(zcoll::exec::Host{}, std::span<const std::byte>(stream).first(n), out),
-                    zcoll::format_error);
-  }
   // The grid's extents: 0 is refused; another row length decodes to other values, never out of bounds.
   const auto layout = zcoll::read_stream_layout(stream, true);
   const auto extents_at = static_cast<std::size_t>(layout.parameters.data() - stream.data());
@@ -120,17 +110,4 @@ TEMPLATE_TEST_CASE("HighRatio: damaged streams are format errors, bytes do not d
   auto other_row = stream;
   other_row[extents_at] = std::byte{7};
   CHECK_NOTHROW(codec.template decompress<float>(other_row));
-
-  std::mt19937_64 rng(seed);
-  std::size_t rejected = 0;
-  for (int trial = 0; trial < 2000; ++trial) {
-    auto damaged = stream;
-    damaged[rng() % damaged.size()] ^= static_cast<std::byte>(1u << (rng() % 8));
-    try {
-      (void)codec.template decompress<float>(damaged);
-    } catch (const zcoll::format_error&) {
-      ++rejected;
-    }
-  }
-  CHECK(rejected > 0);
 }

@@ -3,10 +3,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
+#include <random>
 #include <span>
 #include <type_traits>
+#include <vector>
 
 #include "support/test_support.hpp"
 #include "zcoll/zcoll.hpp"
@@ -61,6 +64,36 @@ round_trip_result<T> check_round_trip(const Codec& codec, std::span<const T> dat
     }
   }
   return r;
+}
+
+/// The stream of `data` is the same on 1, 2 and 3 threads; every truncation of it is a format_error;
+/// random bit flips decode or raise format_error (and some do raise it).
+template <class Codec, class T>
+void check_threads_and_damage(const Codec& codec, const std::vector<T>& data, int flips) {
+  const auto stream = codec.compress(data);
+  for (unsigned threads : {2u, 3u}) {
+    std::vector<std::byte> other(codec.template max_compressed_size<T>(data.size()));
+    const auto written = codec.compress(zcoll::exec::Host{.threads = threads}, data, std::span<std::byte>(other));
+    CHECK(std::equal(written.begin(), written.end(), stream.begin(), stream.end()));
+  }
+  std::vector<T> out(data.size());
+  for (std::size_t n = 0; n < stream.size(); ++n) {
+    INFO("truncated to " << n);
+    CHECK_THROWS_AS(codec.decompress(zcoll::exec::Host{}, std::span<const std::byte>(stream).first(n), out),
+                    zcoll::format_error);
+  }
+  std::mt19937_64 rng(seed);
+  std::size_t rejected = 0;
+  for (int trial = 0; trial < flips; ++trial) {
+    auto damaged = stream;
+    damaged[rng() % damaged.size()] ^= static_cast<std::byte>(1u << (rng() % 8));
+    try {
+      (void)codec.template decompress<T>(damaged);
+    } catch (const zcoll::format_error&) {
+      ++rejected;
+    }
+  }
+  CHECK(rejected > 0);
 }
 
 }  // namespace zcoll_test
