@@ -102,7 +102,7 @@ TEST_CASE("MPI: Compressed allreduce and reduce_scatter within the reported boun
   require_within(out, want, (p - 1) * eb, "FZLight ring reduce_scatter");
 }
 
-TEST_CASE("MPI: Compressed bcast, scatter, gather and alltoall", "[collective][mpi]") {
+TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[collective][mpi]") {
   const auto mpi = world();
   const int p = mpi.size(), me = mpi.rank();
   const std::size_t n = 2049;
@@ -137,5 +137,28 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather and alltoall", "[collective][m
     require_within(std::span<const float>(out).subspan(n * static_cast<std::size_t>(src), n),
                    std::span<const float>(theirs).subspan(n * static_cast<std::size_t>(me), n), src == me ? 0.0 : eb,
                    "alltoall from " + std::to_string(src));
+  }
+
+  // alltoallv: rank i sends (i + 2b) % 4 * 700 values to rank b (some blocks empty).
+  const auto count = [](int from, int to) { return static_cast<std::size_t>((from + 2 * to) % 4) * 700; };
+  std::vector<std::size_t> send_counts, recv_counts;
+  std::vector<float> v_in;
+  for (int b = 0; b < p; ++b) {
+    send_counts.push_back(count(me, b));
+    recv_counts.push_back(count(b, me));
+    const auto block = contribution(me * 100 + b, count(me, b));
+    v_in.insert(v_in.end(), block.begin(), block.end());
+  }
+  std::size_t total = 0;
+  for (const auto c : recv_counts) total += c;
+  std::vector<float> v_out(total);
+  pairwise.alltoallv(std::span<const float>(v_in), std::span<const std::size_t>(send_counts), std::span<float>(v_out),
+                     std::span<const std::size_t>(recv_counts));
+  std::size_t at = 0;
+  for (int src = 0; src < p; ++src) {
+    const auto want = contribution(src * 100 + me, count(src, me));
+    require_within(std::span<const float>(v_out).subspan(at, want.size()), want, src == me ? 0.0 : eb,
+                   "alltoallv from " + std::to_string(src));
+    at += want.size();
   }
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <functional>
+#include <numeric>
 #include <span>
 #include <string>
 #include <vector>
@@ -246,6 +247,100 @@ TEST_CASE("Compressed alltoall over Pairwise", "[collective][alltoall]") {
       }
     });
   }
+}
+
+namespace {
+
+/// Values rank `from` sends rank `to` in the alltoallv tests: 0 for some pairs, up to 600 for others.
+std::size_t alltoallv_count(int from, int to) {
+  return (from + 2 * to) % 5 == 0 ? 0 : static_cast<std::size_t>((from * 131 + to * 71) % 600);
+}
+
+/// Rank `from`'s block for rank `to`: values no other block has.
+std::vector<float> alltoallv_block(int from, int to) {
+  return contribution<float>(from * 100 + to, alltoallv_count(from, to));
+}
+
+/// One alltoallv on every rank count; blocks of at least `min_compressed_bytes` bytes within `bound`,
+/// smaller ones (and a rank's own) exact.
+template <class Codec>
+void check_alltoallv(std::size_t min_compressed_bytes, double bound) {
+  for (int p : rank_counts) {
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, Codec> coll{
+          t, {.error_bound = zcoll::absolute(eb), .min_compressed_bytes = min_compressed_bytes}};
+      const int me = t.rank();
+      std::vector<std::size_t> send_counts, recv_counts;
+      std::vector<float> in;
+      for (int b = 0; b < p; ++b) {
+        send_counts.push_back(alltoallv_count(me, b));
+        recv_counts.push_back(alltoallv_count(b, me));
+        const auto block = alltoallv_block(me, b);
+        in.insert(in.end(), block.begin(), block.end());
+      }
+      std::vector<float> out(std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0}), -7.0f);
+      coll.alltoallv(std::span<const float>(in), std::span<const std::size_t>(send_counts), std::span<float>(out),
+                     std::span<const std::size_t>(recv_counts));
+      std::size_t at = 0;
+      bool compressed = false;
+      for (int src = 0; src < p; ++src) {
+        const auto want = alltoallv_block(src, me);
+        const bool raw = src == me || want.size() * sizeof(float) < min_compressed_bytes;
+        compressed = compressed || (!raw && !want.empty());
+        require_within<float>(std::span<const float>(out).subspan(at, want.size()), want, raw ? 0.0 : bound,
+                              "alltoallv p=" + std::to_string(p) + " from " + std::to_string(src) + " to " +
+                                  std::to_string(me));
+        at += want.size();
+      }
+      // Compressed when any block this rank sent or received was.
+      for (int b = 0; b < p; ++b) {
+        const std::size_t sent = alltoallv_count(me, b);
+        compressed = compressed || (b != me && sent > 0 && sent * sizeof(float) >= min_compressed_bytes);
+      }
+      REQUIRE(coll.last_report().compressed == (compressed && !std::is_same_v<Codec, zcoll::Identity>));
+      REQUIRE(coll.last_report().error_bound <= bound);
+    });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Compressed alltoallv: blocks of every length, empty ones, raw small ones", "[collective][alltoall]") {
+  check_alltoallv<zcoll::FZLight>(0, eb);
+  check_alltoallv<zcoll::FZLight>(1000, eb);  // blocks under 250 floats travel raw, exactly
+  check_alltoallv<zcoll::Identity>(0, 0.0);
+}
+
+TEST_CASE("Compressed alltoallv: counts that do not fit are argument errors; a block of another length "
+          "is a format error",
+          "[collective][alltoall]") {
+  run_local(3, [&](Local& t) {
+    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+    std::vector<float> in(30, 1.0f), out(30);
+    const std::vector<std::size_t> ten = {10, 10, 10}, two = {15, 15}, eleven = {10, 11, 9};
+    const auto call = [&](const std::vector<std::size_t>& send, const std::vector<std::size_t>& recv) {
+      coll.alltoallv(std::span<const float>(in), std::span<const std::size_t>(send), std::span<float>(out),
+                     std::span<const std::size_t>(recv));
+    };
+    CHECK_THROWS_WITH(call(two, ten), Catch::Contains("send_counts has 2 entries, one per rank (3) expected"));
+    CHECK_THROWS_WITH(call(ten, std::vector<std::size_t>{10, 10, 11}),
+                      Catch::Contains("recv_counts add up to 31 values, out holds 30"));
+    if (t.rank() == 1) CHECK_THROWS_WITH(call(ten, eleven), Catch::Contains("this rank's own block"));
+  });
+  // Rank 0 expects 11 values from rank 1, which sends 10: rank 0 raises format_error, and run_local
+  // (like an MPI job that aborts on an uncaught error) ends the other ranks rather than leave them
+  // waiting for rank 0.
+  REQUIRE_THROWS_AS(run_local(3,
+                              [&](Local& t) {
+                                zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{
+                                    t, {.error_bound = zcoll::absolute(eb)}};
+                                std::vector<float> in(30, 1.0f), out(t.rank() == 0 ? 31 : 30);
+                                const std::vector<std::size_t> send = {10, 10, 10};
+                                const auto recv = t.rank() == 0 ? std::vector<std::size_t>{10, 12, 9} : send;
+                                coll.alltoallv(std::span<const float>(in), std::span<const std::size_t>(send),
+                                               std::span<float>(out), std::span<const std::size_t>(recv));
+                              }),
+                    zcoll::format_error);
 }
 
 TEST_CASE("Compressed collectives reuse their scratch: many calls of changing sizes and types", "[collective]") {

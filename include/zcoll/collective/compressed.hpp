@@ -7,7 +7,7 @@
 ///     coll.allgather(std::span<const float>(mine), std::span<float>(all));
 ///     auto report = coll.last_report();                          // bytes, ratio, time split, error bound
 ///
-/// Data movement (allgather, bcast, scatter, gather, alltoall): each block is compressed once by its
+/// Data movement (allgather, bcast, scatter, gather, alltoall, alltoallv): each block is compressed once by its
 /// owner, the compressed sizes travel first (the same schedule over 8-byte size words), then the
 /// compressed bytes are forwarded unchanged and decompressed once at the end — every element stays
 /// within eb however many hops it makes. A rank's own block is never compressed: it stays exact.
@@ -161,6 +161,65 @@ class Compressed {
     finish<T>(out, reference);
   }
 
+  /// Blocks of different lengths (MPI_Alltoallv with packed displacements, torch's all_to_all_single
+  /// with split sizes): `in` holds send_counts[b] values for rank b, block after block in rank order;
+  /// `out` receives recv_counts[b] values from rank b, likewise. recv_counts[b] on this rank must equal
+  /// send_counts[rank()] on rank b (a block of another length is a format_error). The compressed size of
+  /// each block travels before it. A block below min_compressed_bytes travels raw: sender and receiver
+  /// both know its length, so they agree block by block.
+  template <floating_value T>
+  void alltoallv(std::span<const T> in, std::span<const std::size_t> send_counts, std::span<T> out,
+                 std::span<const std::size_t> recv_counts, std::span<const T> reference = {}) {
+    static_assert(S::supports(op_kind::alltoall),
+                  "Compressed::alltoallv: this schedule has no alltoall; use zcoll::Pairwise");
+    const auto p = static_cast<std::size_t>(size());
+    const auto me = static_cast<std::size_t>(rank());
+    check_counts("alltoallv", "send_counts", send_counts, "in", in.size());
+    check_counts("alltoallv", "recv_counts", recv_counts, "out", out.size());
+    if (send_counts[me] != recv_counts[me]) {
+      throw argument_error("alltoallv: send_counts[" + std::to_string(me) + "] = " + std::to_string(send_counts[me]) +
+                           " and recv_counts[" + std::to_string(me) + "] = " + std::to_string(recv_counts[me]) +
+                           " (this rank's own block) differ");
+    }
+    begin("alltoallv", in.size_bytes(), 0);
+    std::vector<std::size_t> send_first(p + 1, 0), recv_first(p + 1, 0);
+    for (std::size_t b = 0; b < p; ++b) {
+      send_first[b + 1] = send_first[b] + send_counts[b];
+      recv_first[b + 1] = recv_first[b] + recv_counts[b];
+    }
+    std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(send_first[me]), send_counts[me],
+                out.begin() + static_cast<std::ptrdiff_t>(recv_first[me]));
+    const auto compresses = [&](std::size_t values) {
+      return !identity_codec && values > 0 && values * sizeof(T) >= config_.min_compressed_bytes;
+    };
+    bool any_compressed = false;
+    for (int r = 0; r < S::rounds(op_kind::alltoall, size()); ++r) {
+      const schedule::step st = S::at(op_kind::alltoall, size(), rank(), r, 0);
+      const auto to = static_cast<std::size_t>(st.send.peer), from = static_cast<std::size_t>(st.recv.peer);
+      const auto sent_values = in.subspan(send_first[to], send_counts[to]);
+      const auto received_values = out.subspan(recv_first[from], recv_counts[from]);
+      const bool send_compressed = compresses(sent_values.size()), recv_compressed = compresses(received_values.size());
+      any_compressed = any_compressed || send_compressed || recv_compressed;
+      // The size word of each compressed direction, then the bytes.
+      compress_now_ = send_compressed;
+      const slot sent = encode<T>(codec_, sent_values, arena_, 0);
+      std::uint64_t out_size = sent.size, in_size = received_values.size_bytes();
+      const schedule::exchange idle{};
+      exchange(send_compressed ? st.send : idle, std::as_bytes(std::span(&out_size, 1)),
+               recv_compressed ? st.recv : idle, std::as_writable_bytes(std::span(&in_size, 1)), size_tag, 0);
+      if (recv_compressed) check_peer_size<T>(in_size, received_values.size(), st.recv.peer);
+      staging_.resize(static_cast<std::size_t>(in_size));
+      exchange(st.send, std::span<const std::byte>(arena_).first(sent.size), st.recv,
+               std::span<std::byte>(staging_).first(static_cast<std::size_t>(in_size)), data_tag,
+               sent_values.size_bytes());
+      compress_now_ = recv_compressed;
+      decode<T>(codec_, std::span<const std::byte>(staging_).first(static_cast<std::size_t>(in_size)), received_values);
+    }
+    compress_now_ = any_compressed;
+    report_.compressed = any_compressed;
+    finish<T>(out, reference);
+  }
+
   /// out = block rank() of the element-wise reduction of every rank's `in` (in.size() == size() *
   /// out.size()).
   template <floating_value T, op::reduction Op>
@@ -245,6 +304,33 @@ class Compressed {
     if (got != expected) {
       throw argument_error(std::string(call) + ": " + what + " holds " + std::to_string(got) + " values, " +
                            std::to_string(expected) + " expected");
+    }
+  }
+
+  /// A peer's size word for a compressed block of `values` values: never more than the codec may write
+  /// (a larger one is a damaged or hostile message, refused before anything is allocated for it).
+  template <floating_value T>
+  void check_peer_size(std::uint64_t bytes, std::size_t values, int peer) const {
+    const std::size_t most = codec_.template max_compressed_size<T>(values);
+    if (bytes > most) {
+      throw format_error("rank " + std::to_string(peer) + " announced a compressed block of " + std::to_string(bytes) +
+                         " bytes for " + std::to_string(values) + " values; at most " + std::to_string(most) +
+                         " are possible");
+    }
+  }
+
+  /// One count per rank, adding up to the buffer's length.
+  void check_counts(const char* call, const char* counts_name, std::span<const std::size_t> counts,
+                    const char* buffer_name, std::size_t buffer_values) const {
+    if (counts.size() != static_cast<std::size_t>(size())) {
+      throw argument_error(std::string(call) + ": " + counts_name + " has " + std::to_string(counts.size()) +
+                           " entries, one per rank (" + std::to_string(size()) + ") expected");
+    }
+    std::size_t total = 0;
+    for (const auto c : counts) total += c;
+    if (total != buffer_values) {
+      throw argument_error(std::string(call) + ": " + counts_name + " add up to " + std::to_string(total) +
+                           " values, " + buffer_name + " holds " + std::to_string(buffer_values));
     }
   }
 
@@ -563,6 +649,7 @@ class Compressed {
       }
       exchange(st.send, std::as_bytes(std::span(&out_size, st.send.active() ? 1 : 0)), st.recv,
                std::as_writable_bytes(std::span(&in_size, st.recv.active() ? 1 : 0)), size_tag, 0);
+      if (st.recv.active()) check_peer_size<T>(in_size, n, st.recv.peer);
       staging_.resize(static_cast<std::size_t>(in_size));
       exchange(st.send, std::span<const std::byte>(arena_).first(sent.size), st.recv,
                std::span<std::byte>(staging_).first(static_cast<std::size_t>(in_size)), data_tag, n * sizeof(T));
