@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <ranges>
 #include <span>
@@ -306,16 +307,25 @@ class Pipeline {
       return chunk_coder_state(predictor_state(grid, std::uint64_t{c} * chunk_values, chunk_values));
     };
     if constexpr (codes_chunks) {
-      const auto model = build_model<T>(exec, quantizer, fill, chunks, chunk_of, state_of);
+      // The statistics pass keeps every chunk's residuals and exceptions (4 bytes a value), so the coding
+      // pass does not quantize and predict again (a quarter of the compression time with 2-D Lorenzo).
+      chunk_residuals cache;
+      if (E::needs_statistics && quantizer.usable() && chunks > 0) cache.allocate(chunks, chunk_values);
+      const auto model = build_model<T>(exec, quantizer, fill, chunks, chunk_of, state_of, cache);
       prefix_bytes += write_parameter_section(grid, model, out.subspan(prefix_bytes));
       exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
-        std::vector<std::int32_t> residuals(chunk_values);
+        std::vector<std::int32_t> scratch(cache.kept() ? 0 : chunk_values);
         std::byte* cursor = out.data() + prefix_bytes + begin * chunk_capacity;
         for (std::size_t c = begin; c < end; ++c) {
-          auto state = state_of(c);
-          const auto size = static_cast<std::uint32_t>(
-              compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, residuals.data()));
-          std::memcpy(index + 4 * c, &size, 4);
+          std::size_t size = 0;
+          if (cache.kept()) {
+            size = code_chunk(chunk_of(c), cursor, model, cache.residuals(c), cache.exceptions(c));
+          } else {
+            auto state = state_of(c);
+            size = compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, scratch.data());
+          }
+          const auto size32 = static_cast<std::uint32_t>(size);
+          std::memcpy(index + 4 * c, &size32, 4);
           cursor += size;
         }
       });
@@ -350,22 +360,47 @@ class Pipeline {
     return out.first(end);
   }
 
+  /// Every chunk's residuals and exceptions from the statistics pass, for the coding pass (or nothing,
+  /// when not allocated).
+  class chunk_residuals {
+   public:
+    void allocate(std::size_t chunks, std::size_t chunk_values) {
+      chunk_values_ = chunk_values;
+      residuals_ = std::make_unique_for_overwrite<std::int32_t[]>(chunks * chunk_values);
+      exceptions_.resize(chunks);
+    }
+    bool kept() const { return residuals_ != nullptr; }
+    std::int32_t* residuals(std::size_t chunk) const { return residuals_.get() + chunk * chunk_values_; }
+    void keep_exceptions(std::size_t chunk, std::span<const detail::block_exceptions> e) {
+      exceptions_[chunk].assign(e.begin(), e.end());
+    }
+    std::span<const detail::block_exceptions> exceptions(std::size_t chunk) const { return exceptions_[chunk]; }
+
+   private:
+    std::size_t chunk_values_ = 0;
+    std::unique_ptr<std::int32_t[]> residuals_;
+    std::vector<std::vector<detail::block_exceptions>> exceptions_;
+  };
+
   /// The chunk encoder's model: from the statistics of every chunk's residuals when the encoder needs
   /// them (one pass more over the input, in parallel, one statistics object per worker).
   template <floating_value T, class BlockQuantizer, class ChunkOf, class StateOf>
     requires codes_chunks
   auto build_model(const exec::Host& exec, const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
-                   std::size_t chunks, const ChunkOf& chunk_of, const StateOf& state_of) const {
+                   std::size_t chunks, const ChunkOf& chunk_of, const StateOf& state_of,
+                   chunk_residuals& cache) const {
     typename E::statistics statistics;
     if (E::needs_statistics && quantizer.usable() && chunks > 0) {
       std::vector<typename E::statistics> partial(exec::worker_count(exec, chunks));
       exec::for_each_range(exec, chunks, [&](std::size_t worker, std::size_t begin, std::size_t end) {
-        std::vector<std::int32_t> residuals(config_.chunk_values);
+        std::vector<std::int32_t> scratch(cache.kept() ? 0 : config_.chunk_values);
         for (std::size_t c = begin; c < end; ++c) {
           const std::span<const T> values = chunk_of(c);
           auto state = state_of(c);
-          residuals_of_chunk(quantizer, fill, values, state, residuals.data());
-          partial[worker].add(std::span<const std::int32_t>(residuals.data(), values.size()));
+          std::int32_t* residuals = cache.kept() ? cache.residuals(c) : scratch.data();
+          residuals_of_chunk(quantizer, fill, values, state, residuals);
+          if (cache.kept()) cache.keep_exceptions(c, std::span(state.exceptions, state.exception_count));
+          partial[worker].add(std::span<const std::int32_t>(residuals, values.size()));
         }
       });
       for (const auto& p : partial) statistics.merge(p);
@@ -461,7 +496,7 @@ class Pipeline {
         cursor += size;
       }
     }
-    return finish_chunk(state, values, out, cursor, limit);
+    return finish_chunk(std::span(state.exceptions, state.exception_count), values, out, cursor, limit);
   }
 
   /// Writes one chunk at `out` with a chunk encoder, given scratch for the chunk's residuals.
@@ -470,24 +505,30 @@ class Pipeline {
                                     std::span<const T> values, std::byte* out, chunk_coder_state& state,
                                     const Model& model, std::int32_t* residuals) {
     if (!quantizer.usable()) return write_verbatim(values, out);
-    std::byte* const limit = out + values.size_bytes();
     residuals_of_chunk(quantizer, fill, values, state, residuals);
+    return code_chunk(values, out, model, residuals, std::span(state.exceptions, state.exception_count));
+  }
+
+  /// Writes one chunk at `out` with a chunk encoder from its residuals and exceptions.
+  template <floating_value T, class Model>
+  static std::size_t code_chunk(std::span<const T> values, std::byte* out, const Model& model,
+                                const std::int32_t* residuals, std::span<const detail::block_exceptions> exceptions) {
+    std::byte* const limit = out + values.size_bytes();
     const auto size = E::encode_chunk(model, std::span<const std::int32_t>(residuals, values.size()),
                                       std::span<std::byte>(out + 1, static_cast<std::size_t>(limit - out - 1)));
     if (!size) return write_verbatim(values, out);
-    return finish_chunk(state, values, out, out + 1 + *size, limit);
+    return finish_chunk(exceptions, values, out, out + 1 + *size, limit);
   }
 
   /// Sets the chunk's kind and appends its exception section, or falls back to verbatim when the coded
   /// form (ending at `cursor`) and the section do not fit before `limit`.
   template <floating_value T>
-  static std::size_t finish_chunk(const chunk_coder_state& state, std::span<const T> values, std::byte* out,
-                                  std::byte* cursor, std::byte* limit) {
-    if (state.exception_count == 0) {
+  static std::size_t finish_chunk(std::span<const detail::block_exceptions> exceptions, std::span<const T> values,
+                                  std::byte* out, std::byte* cursor, std::byte* limit) {
+    if (exceptions.empty()) {
       out[0] = static_cast<std::byte>(detail::chunk_kind::coded);
       return static_cast<std::size_t>(cursor - out);
     }
-    const auto exceptions = std::span(state.exceptions, state.exception_count);
     const std::size_t exception_bytes = exception_section_bytes<T>(exceptions, values.size());
     if (exception_bytes > static_cast<std::size_t>(limit - cursor)) return write_verbatim(values, out);
     out[0] = static_cast<std::byte>(detail::chunk_kind::coded_with_exceptions);
