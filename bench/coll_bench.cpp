@@ -12,9 +12,12 @@
 // Timing: one warm-up call, then --repeat calls, each started after a barrier (a dissemination barrier
 // over the same transport). A call's time is the longest of the ranks' own times for it, and the table
 // reports the median of those over the repetitions. algbw = size / time; busbw = algbw × the nccl-tests
-// factor of the operation (allreduce 2(n-1)/n; reduce_scatter, allgather, alltoall, scatter, gather
-// (n-1)/n; bcast 1). Absolute CPU timings drift on a shared machine; the speed-ups, measured in the same
-// run, hold better.
+// factor of the operation (allreduce 2(n-1)/n; reduce_scatter, allgather, alltoall, alltoallv, scatter,
+// gather (n-1)/n; bcast 1). Absolute CPU timings drift on a shared machine; the speed-ups, measured in the
+// same run, hold better.
+//
+// alltoallv is the alltoall operation with block lengths that vary per (sender, receiver) pair
+// (block_pattern); its size is the mean over the ranks of their actual input bytes (see combine).
 //
 // Error: data movement is compared with the exact values, rebuilt from the input generator (every rank
 // knows every rank's input); a reduction is compared with the uncompressed schedule's result, which adds
@@ -38,6 +41,7 @@
 #include <functional>
 #include <limits>
 #include <numbers>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <span>
@@ -77,6 +81,7 @@ struct coll_options {
   int local_ranks = 0;     // for "local"
   collective_op op = collective_op::allreduce;
   std::string op_name = "allreduce";
+  bool variable_blocks = false;  // alltoallv: op is alltoall, with the block lengths of block_pattern
   std::string schedule = "ring";
   int group_size = 8;
   std::string codec = "fzlight";
@@ -187,18 +192,21 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
   return sizes;
 }
 
+/// alltoallv is no schedule operation of its own: it runs the alltoall schedule with variable blocks.
 struct op_entry {
   const char* name;
   collective_op op;
+  bool variable_blocks = false;
 };
 
-constexpr std::array<op_entry, 7> op_table = {{{"allreduce", collective_op::allreduce},
+constexpr std::array<op_entry, 8> op_table = {{{"allreduce", collective_op::allreduce},
                                                {"reduce_scatter", collective_op::reduce_scatter},
                                                {"allgather", collective_op::allgather},
                                                {"bcast", collective_op::bcast},
                                                {"scatter", collective_op::scatter},
                                                {"gather", collective_op::gather},
-                                               {"alltoall", collective_op::alltoall}}};
+                                               {"alltoall", collective_op::alltoall},
+                                               {"alltoallv", collective_op::alltoall, true}}};
 
 /// Whether Compressed<S, ...> has the operation: allreduce also from reduce_scatter + allgather.
 template <class S>
@@ -255,9 +263,11 @@ transport:
                             (the default is local:4 when built without MPI)
 collective:
   --op NAME             allreduce (sum) | reduce_scatter (sum) | allgather | bcast | scatter | gather | alltoall
+                        | alltoallv (blocks of varying lengths, see below)
   --schedule NAME       ring (allgather, reduce_scatter, allreduce) | recursive_doubling (allreduce,
-                        allgather) | binomial_tree (bcast, scatter, gather) | pairwise (alltoall) |
-                        hierarchical (allreduce; binomial tree in groups, recursive doubling across)
+                        allgather) | binomial_tree (bcast, scatter, gather) | pairwise (alltoall,
+                        alltoallv) | hierarchical (allreduce; binomial tree in groups, recursive doubling
+                        across)
   --group-size 2|4|8    ranks per group of the hierarchical schedule (default 8)
   --root R              root of bcast, scatter and gather (default 0)
 codec:
@@ -267,13 +277,21 @@ codec:
   --threads N           codec threads per rank (default 1)
 sizes and data:
   --sizes A:B | A,B,C   bytes of the operation's large buffer (allreduce, bcast: the buffer; allgather,
-                        gather: the result; reduce_scatter, scatter, alltoall: the input), K/M/G suffixes
-                        (binary); A:B is every power-of-two multiple of A up to B (default 1M:16M). The
-                        count is rounded down to a multiple of the ranks where the buffer is cut in blocks.
+                        gather: the result; reduce_scatter, scatter, alltoall: the input; alltoallv: the
+                        nominal input of each rank), K/M/G suffixes (binary); A:B is every power-of-two
+                        multiple of A up to B (default 1M:16M). The count is rounded down to a multiple
+                        of the ranks where the buffer is cut in blocks.
   --input FILE          raw little-endian values: each rank's data is the file rotated by rank/N of its
                         length, repeated or truncated to the size
   --type f32|f64        value type (default f32)
   --synthetic NAME      smooth | random, generated at each size, rotated per rank the same way
+alltoallv blocks (skewed like the DLRM embedding all-to-all, the same on every run):
+  rank i sends rank j round(C x w(i, j) / W(i)) values, C the nominal count of --sizes, w(i, j) in
+  [0.25, 1.75) from a fixed integer hash (splitmix64) of (i, j), W(i) the sum of rank i's w over its
+  non-empty blocks; pairs with (i + 2j) mod 7 = 3 send nothing. So a rank's send counts add up to C up
+  to rounding (a few values), while what the ranks receive differs. size and count in the table are
+  the mean over the ranks of their actual input (the sum of their send counts); algbw and busbw are
+  computed on it.
 run and output:
   --repeat N            timed calls after one warm-up; the median is reported (default 5)
   --csv FILE, --json FILE     the rows for tools (rank 0 writes them)
@@ -312,11 +330,12 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
       const auto entry = std::find_if(op_table.begin(), op_table.end(), [&](const op_entry& e) { return value == e.name; });
       if (entry == op_table.end()) {
         usage_error(fmt::format("--op: unknown operation '{}' (allreduce, reduce_scatter, allgather, bcast, scatter, "
-                                "gather, alltoall)",
+                                "gather, alltoall, alltoallv)",
                                 value));
       }
       o.op = entry->op;
       o.op_name = entry->name;
+      o.variable_blocks = entry->variable_blocks;
     } else if (flag == "--schedule") {
       o.schedule = value;
     } else if (flag == "--group-size") {
@@ -447,6 +466,68 @@ void validate_for_ranks(const coll_options& o, int ranks, std::size_t value_byte
     }
   }
 }
+
+/// alltoallv's block lengths, skewed like the DLRM embedding all-to-all over tables of different sizes:
+/// rank i sends rank j round(C × w(i, j) / W(i)) values, w(i, j) in [0.25, 1.75) from a fixed hash of
+/// (i, j), and nothing where (i + 2j) mod 7 == 3 (a rank with no table another needs); W(i) is the sum of
+/// rank i's weights over its non-empty blocks. W(i) makes each rank's input C values up to the rounding
+/// of its blocks: without it (C/p × w) the inputs came out 0.45 to 1.57 times C on 1 to 16 ranks, and
+/// --sizes would not mean what it says. Receivers still get different totals. Each rank packs its blocks
+/// in rank order. Every rank builds the whole matrix, so a receiver knows where its block sits in each
+/// sender's input and can check it against rank_data.
+class block_pattern {
+ public:
+  /// `nominal_values`: C, the count --sizes gives one rank's input.
+  block_pattern(std::size_t nominal_values, int ranks)
+      : ranks_(static_cast<std::size_t>(ranks)), values_(ranks_ * ranks_), first_(ranks_ * ranks_) {
+    for (std::size_t i = 0; i < ranks_; ++i) {
+      double total_weight = 0.0;  // W(i) > 0: blocks to j and j + 1 are never both empty, and 0 -> 0 is not
+      for (std::size_t j = 0; j < ranks_; ++j) total_weight += empty(i, j) ? 0.0 : weight(i, j);
+      std::size_t at = 0;
+      for (std::size_t j = 0; j < ranks_; ++j) {
+        const double share = empty(i, j) ? 0.0 : weight(i, j) / total_weight;
+        const auto v = static_cast<std::size_t>(std::llround(static_cast<double>(nominal_values) * share));
+        values_[i * ranks_ + j] = v;
+        first_[i * ranks_ + j] = at;
+        at += v;
+      }
+    }
+  }
+
+  /// Values rank `from` sends rank `to`.
+  std::size_t values(int from, int to) const { return values_[index(from, to)]; }
+  /// Where that block starts in rank `from`'s input.
+  std::size_t first(int from, int to) const { return first_[index(from, to)]; }
+
+  std::vector<std::size_t> send_counts(int from) const {
+    std::vector<std::size_t> counts(ranks_);
+    for (std::size_t j = 0; j < ranks_; ++j) counts[j] = values(from, static_cast<int>(j));
+    return counts;
+  }
+  std::vector<std::size_t> recv_counts(int to) const {
+    std::vector<std::size_t> counts(ranks_);
+    for (std::size_t i = 0; i < ranks_; ++i) counts[i] = values(static_cast<int>(i), to);
+    return counts;
+  }
+
+ private:
+  static bool empty(std::size_t i, std::size_t j) { return (i + 2 * j) % 7 == 3; }
+
+  /// splitmix64's finalizer: a fixed, well-mixed integer hash, so the pattern is the same everywhere.
+  static double weight(std::size_t i, std::size_t j) {
+    std::uint64_t h = (static_cast<std::uint64_t>(i) << 32 | static_cast<std::uint64_t>(j)) + 0x9e3779b97f4a7c15ULL;
+    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+    h ^= h >> 31;
+    return 0.25 + 1.5 * static_cast<double>(h >> 11) * 0x1p-53;  // the top 53 bits as a double in [0, 1)
+  }
+
+  std::size_t index(int from, int to) const { return static_cast<std::size_t>(from) * ranks_ + static_cast<std::size_t>(to); }
+
+  std::size_t ranks_;
+  std::vector<std::size_t> values_;  // [from * p + to]
+  std::vector<std::size_t> first_;   // [from * p + to]
+};
 
 template <class T>
 std::vector<T> read_values(const std::string& path, const std::string& type) {
@@ -588,6 +669,9 @@ struct rank_env {
   std::function<zcoll::transport::AnyTransport()> connect;  // a handle on the group, for one Compressed
   /// The native call (in, out, root); empty without MPI.
   std::function<void(collective_op, std::span<const T>, std::span<T>, int)> native;
+  /// MPI_Alltoallv (in, send_counts, out, recv_counts); empty without MPI.
+  std::function<void(std::span<const T>, std::span<const std::size_t>, std::span<T>, std::span<const std::size_t>)>
+      native_alltoallv;
 };
 
 /// The call of `op` on a Compressed whose schedule serves it (only those are instantiated).
@@ -623,6 +707,17 @@ void invoke(zcoll::Compressed<S, Codec>& coll, collective_op op, std::span<const
   throw std::logic_error(fmt::format("zcoll-bench coll: schedule {} has no such operation", S::name));
 }
 
+/// alltoallv on a Compressed whose schedule has alltoall (only those are instantiated).
+template <class T, class S, class Codec>
+void invoke_alltoallv(zcoll::Compressed<S, Codec>& coll, std::span<const T> in, std::span<const std::size_t> send_counts,
+                      std::span<T> out, std::span<const std::size_t> recv_counts) {
+  if constexpr (S::supports(collective_op::alltoall)) {
+    coll.template alltoallv<T>(in, send_counts, out, recv_counts);
+  } else {
+    throw std::logic_error(fmt::format("zcoll-bench coll: schedule {} has no alltoallv", S::name));
+  }
+}
+
 
 /// One warm-up call, then `repeat` timed calls; each call after prepare() (not timed) and a barrier.
 /// Returns this rank's seconds per timed call.
@@ -645,6 +740,7 @@ struct rank_numbers {
   std::vector<double> native_s, uncompressed_s, compressed_s;
   double native_error = -1.0, uncompressed_error = -1.0, compressed_error = -1.0;  // -1: not measured
   double reference_magnitude = 0.0;  // max |reference| of a reduction
+  std::size_t input_values = 0;      // this rank's input (alltoallv's size is the mean over the ranks)
   zcoll::collective_report report;   // the compressed variant's last call
 };
 
@@ -669,14 +765,21 @@ coll_row combine(control_channel& control, const coll_options& o, std::size_t co
                                static_cast<double>(mine.report.compressions_in_chain), mine.report.compress_s,
                                mine.report.communicate_s, mine.report.decompress_s, mine.report.reduce_s});
   control.reduce_to_root(maxima, [](double a, double b) { return std::max(a, b); });
-  std::array<double, 2> sums = {static_cast<double>(mine.report.raw_bytes_sent),
-                                static_cast<double>(mine.report.bytes_sent)};
+  std::array<double, 3> sums = {static_cast<double>(mine.report.raw_bytes_sent),
+                                static_cast<double>(mine.report.bytes_sent), static_cast<double>(mine.input_values)};
   control.reduce_to_root(sums, [](double a, double b) { return a + b; });
 
   coll_row row;
   if (control.rank() != 0) return row;
   row.size_bytes = count * value_bytes;
   row.count = count;
+  if (o.variable_blocks) {
+    // alltoallv: the ranks' inputs differ. A rank's algbw is its own input bytes over the call's time
+    // (the slowest rank's, as for every operation); the mean of those over the ranks is the mean input
+    // over that time, so the row's size is the mean of the ranks' actual inputs, not the nominal --sizes.
+    row.count = static_cast<std::size_t>(std::llround(sums[2] / control.size()));
+    row.size_bytes = row.count * value_bytes;
+  }
   const double factor = bus_factor(o.op, control.size());
   const auto timing = [&](std::size_t variant) {
     variant_timing t;
@@ -725,7 +828,15 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
   const bool reduction = is_reduction(op);
   std::vector<coll_row> rows;
   for (const std::size_t size_bytes : o.sizes_bytes) {
-    const geometry g = geometry_of(op, size_bytes, sizeof(T), p, me, o.root);
+    geometry g = geometry_of(op, size_bytes, sizeof(T), p, me, o.root);
+    // alltoallv: the alltoall geometry (its count is the nominal one, the synthetic base's length), with
+    // this rank's own input and output lengths.
+    const block_pattern blocks(g.count, p);
+    const std::vector<std::size_t> send_counts = blocks.send_counts(me), recv_counts = blocks.recv_counts(me);
+    if (o.variable_blocks) {
+      g.input_values = std::accumulate(send_counts.begin(), send_counts.end(), std::size_t{0});
+      g.output_values = std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
+    }
     std::vector<T> generated;
     std::span<const T> base = file_values;
     if (base.empty()) {
@@ -747,8 +858,20 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       }
     };
     const std::size_t n = g.block;
+    // alltoallv: block b of the result is the block rank b's input holds for this rank, at blocks.first.
+    const auto variable_error_of = [&](std::span<const T> result) {
+      double worst = 0.0;
+      std::size_t at = 0;
+      for (int b = 0; b < p; ++b) {
+        const std::size_t length = blocks.values(b, me);
+        worst = std::max(worst, data.max_error_against(b, blocks.first(b, me), result.subspan(at, length)));
+        at += length;
+      }
+      return worst;
+    };
     const auto error_of = [&](std::span<const T> result) {
       if (reduction) return max_error<T>(result, reference);
+      if (o.variable_blocks) return variable_error_of(result);
       double worst = 0.0;
       switch (op) {
         case collective_op::allgather:
@@ -776,13 +899,23 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       return worst;
     };
 
+    const auto call = [&](auto& coll) {
+      if (o.variable_blocks) return invoke_alltoallv<T>(coll, in, send_counts, out, recv_counts);
+      invoke<T>(coll, op, in, out, o.root);
+    };
+    const auto call_native = [&] {
+      if (o.variable_blocks) return env.native_alltoallv(in, send_counts, out, recv_counts);
+      env.native(op, in, out, o.root);
+    };
+
     rank_numbers numbers;
+    numbers.input_values = g.input_values;
     // The uncompressed schedule first: its result is the reference of a reduction. Each Compressed lives
     // for one size only, so that its scratch is freed before the next variant.
     {
       zcoll::Compressed<S, zcoll::Identity> plain{env.connect(), config};
       std::fill(output.begin(), output.end(), T(0));
-      numbers.uncompressed_s = time_calls(env.control, o.repeat, prepare, [&] { invoke<T>(plain, op, in, out, o.root); });
+      numbers.uncompressed_s = time_calls(env.control, o.repeat, prepare, [&] { call(plain); });
       if (reduction) {
         reference = output;
         for (const T v : reference) {
@@ -795,13 +928,13 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
     }
     if (env.native) {
       std::fill(output.begin(), output.end(), T(0));
-      numbers.native_s = time_calls(env.control, o.repeat, prepare, [&] { env.native(op, in, out, o.root); });
+      numbers.native_s = time_calls(env.control, o.repeat, prepare, call_native);
       numbers.native_error = error_of(out);
     }
     {
       zcoll::Compressed<S, Codec> packed{env.connect(), config};
       std::fill(output.begin(), output.end(), T(0));
-      numbers.compressed_s = time_calls(env.control, o.repeat, prepare, [&] { invoke<T>(packed, op, in, out, o.root); });
+      numbers.compressed_s = time_calls(env.control, o.repeat, prepare, [&] { call(packed); });
       numbers.compressed_error = error_of(out);
       numbers.report = packed.last_report();
     }
@@ -856,6 +989,12 @@ void print_table(const coll_options& o, const std::string& data, const std::stri
   fmt::print("# time: median of {} calls after 1 warm-up, each the slowest rank's, started after a barrier; "
              "busbw = algbw x {:.4g}\n",
              o.repeat, bus_factor(o.op, ranks));
+  if (o.variable_blocks) {
+    fmt::print("# alltoallv: rank i sends rank j round(C x w(i, j) / W(i)) values (C: the nominal count), w in "
+               "[0.25, 1.75) hashed from (i, j), W(i) = sum of rank i's w, none where (i + 2j) mod 7 = 3;\n# size, count: the mean over the ranks of their "
+               "actual input; the nominal sizes: {} bytes\n",
+               fmt::join(o.sizes_bytes, ", "));
+  }
   fmt::print("# ratio: raw / compressed bytes sent by all ranks; max error against the {}; bound: the report's worst "
              "case\n#\n",
              is_reduction(o.op) ? "uncompressed schedule's result" : "input");
@@ -996,7 +1135,8 @@ int run_local_bench(const coll_options& o, std::span<const T> file_values) {
   zcoll::transport::run_local(o.local_ranks, [&](zcoll::transport::Local& t) {
     rank_env<T> env{.control = control_channel(zcoll::transport::AnyTransport(t)),
                     .connect = [t] { return zcoll::transport::AnyTransport(t); },
-                    .native = {}};
+                    .native = {},
+                    .native_alltoallv = {}};
     auto mine = run_schedule<T>(o, file_values, env);
     if (t.rank() == 0) rows = std::move(mine);
   });
@@ -1040,6 +1180,11 @@ int run_mpi_bench(const coll_options& o, std::span<const T> file_values, int arg
                     .connect = [mpi] { return zcoll::transport::AnyTransport(mpi); },
                     .native = [native = mpi](collective_op op, std::span<const T> in, std::span<T> out, int root) mutable {
                       native_call<T>(native, op, in, out, root);
+                    },
+                    .native_alltoallv = [native = mpi](std::span<const T> in, std::span<const std::size_t> send_counts,
+                                                       std::span<T> out,
+                                                       std::span<const std::size_t> recv_counts) mutable {
+                      native.alltoallv<T>(in, send_counts, out, recv_counts);
                     }};
     const auto rows = run_schedule<T>(o, file_values, env);
     return me == 0 ? report(o, "mpi", mpi.size(), true, rows) : 0;
