@@ -43,7 +43,7 @@
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
-#include "zcoll/codec/compress_to_vector.hpp"
+#include "zcoll/codec/span_codec.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
@@ -102,7 +102,7 @@ T largest_finite_magnitude(const T* x, std::size_t n) {
 
 /// Rounds every value to Format; see the stream layout above.
 template <class Format>
-class Cast {
+class Cast : public span_codec<Cast<Format>> {
  public:
   using format_type = Format;
   using storage = typename Format::storage;
@@ -134,30 +134,7 @@ class Cast {
     return stream_header_size_bytes + count * sizeof(storage);
   }
 
-  /// Compresses `in` into `out` (at least max_compressed_size<T>(in.size()) bytes); returns the bytes
-  /// written, a prefix of `out`. The bytes do not depend on exec.threads.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  std::span<std::byte> compress(const exec::Host& exec, const R& in, std::span<std::byte> out) const {
-    using T = std::ranges::range_value_t<R>;
-    return compress_values(exec, std::span<const T>(std::ranges::data(in), std::ranges::size(in)), out);
-  }
-
-  /// Decompresses a whole stream into `out`, which must hold exactly the stream's value count.
-  /// A malformed stream, or one of another codec or value type, raises format_error.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  void decompress(const exec::Host& exec, std::span<const std::byte> in, R&& out) const {
-    using T = std::ranges::range_value_t<R>;
-    decompress_values(exec, in, std::span<T>(std::ranges::data(out), std::ranges::size(out)));
-  }
-
-  /// Convenience: a new vector holding the stream, one thread.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  std::vector<std::byte> compress(const R& in) const {
-    return compress_to_vector(*this, in);
-  }
+  using span_codec<Cast>::decompress;
 
   /// Convenience: a new vector of the stream's values, one thread. The header is validated before the
   /// allocation, so a corrupted count cannot ask for more than the stream's body holds.
@@ -169,6 +146,7 @@ class Cast {
   }
 
  private:
+  friend class span_codec<Cast>;
   /// Values per step of the encode loop: 4096 values (16 KiB of f32, 32 KiB of f64) stay in L1 between
   /// finding their largest magnitude and encoding them.
   static constexpr std::size_t block_values = 4096;

@@ -42,7 +42,7 @@
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
-#include "zcoll/codec/compress_to_vector.hpp"
+#include "zcoll/codec/span_codec.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
@@ -87,7 +87,7 @@ struct block_exceptions {
 ///     auto written = codec.compress(zcoll::exec::Host{.threads = 2}, data, stream);
 ///     codec.decompress(zcoll::exec::Host{}, written, restored);
 template <class Q, class P, class E>
-class Pipeline {
+class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   static_assert(quantize::quantizer<Q>,
                 "Pipeline: Q must model zcoll::quantize::quantizer (id, name, uses_error_bound and a "
                 "block_quantizer<T> with usable, guaranteed_bound, quantize and dequantize)");
@@ -145,30 +145,7 @@ class Pipeline {
     return max_compressed_size<T>(count, config_.chunk_values);
   }
 
-  /// Compresses `in` into `out` (at least max_compressed_size<T>(in.size()) bytes); returns the bytes
-  /// written, a prefix of `out`. The bytes do not depend on exec.threads.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  std::span<std::byte> compress(const exec::Host& exec, const R& in, std::span<std::byte> out) const {
-    using T = std::ranges::range_value_t<R>;
-    return compress_values(exec, std::span<const T>(std::ranges::data(in), std::ranges::size(in)), out);
-  }
-
-  /// Decompresses a whole stream into `out`, which must hold exactly the stream's value count.
-  /// A malformed stream, or one of another codec or value type, raises format_error.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  void decompress(const exec::Host& exec, std::span<const std::byte> in, R&& out) const {
-    using T = std::ranges::range_value_t<R>;
-    decompress_values(exec, in, std::span<T>(std::ranges::data(out), std::ranges::size(out)));
-  }
-
-  /// Convenience: a new vector holding the stream, one thread.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  std::vector<std::byte> compress(const R& in) const {
-    return compress_to_vector(*this, in);
-  }
+  using span_codec<Pipeline>::decompress;
 
   /// Convenience: a new vector of the stream's values, one thread.
   template <floating_value T>
@@ -188,6 +165,7 @@ class Pipeline {
   }
 
  private:
+  friend class span_codec<Pipeline>;
   static void validate(const codec_config& config) {
     const auto c = config.chunk_values;
     if (c < min_chunk_values || c > max_chunk_values || c % block_values != 0) {

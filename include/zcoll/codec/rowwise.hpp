@@ -48,7 +48,7 @@
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
-#include "zcoll/codec/compress_to_vector.hpp"
+#include "zcoll/codec/span_codec.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
@@ -72,7 +72,7 @@ constexpr std::uint8_t rowwise_codec_id() {
 
 /// Row-wise min-max quantization of rows of config.shape.back() values; see the stream layout above.
 template <int Bits>
-class RowwiseQuantized {
+class RowwiseQuantized : public span_codec<RowwiseQuantized<Bits>> {
  public:
   using layout = quantize::rowwise_layout<Bits>;
 
@@ -120,32 +120,7 @@ class RowwiseQuantized {
     return prefix_size_bytes + rows_bytes;
   }
 
-  /// Compresses `in` (a whole number of rows) into `out` (at least max_compressed_size<T>(in.size())
-  /// bytes); returns the bytes written, a prefix of `out`. The bytes do not depend on exec.threads. A row
-  /// with NaN or ±Inf, or beyond what the stored scale and bias can span, is an argument_error naming it.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  std::span<std::byte> compress(const exec::Host& exec, const R& in, std::span<std::byte> out) const {
-    using T = std::ranges::range_value_t<R>;
-    return compress_values(exec, std::span<const T>(std::ranges::data(in), std::ranges::size(in)), out);
-  }
-
-  /// Decompresses a whole stream into `out`, which must hold exactly the stream's value count. The row
-  /// length is the stream's own. A malformed stream, or one of another codec or value type, raises
-  /// format_error.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  void decompress(const exec::Host& exec, std::span<const std::byte> in, R&& out) const {
-    using T = std::ranges::range_value_t<R>;
-    decompress_values(exec, in, std::span<T>(std::ranges::data(out), std::ranges::size(out)));
-  }
-
-  /// Convenience: a new vector holding the stream, one thread.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  std::vector<std::byte> compress(const R& in) const {
-    return compress_to_vector(*this, in);
-  }
+  using span_codec<RowwiseQuantized>::decompress;
 
   /// Convenience: a new vector of the stream's values, one thread. The stream's sizes are validated before
   /// the allocation, so a corrupted count cannot ask for more than the body holds.
@@ -157,6 +132,7 @@ class RowwiseQuantized {
   }
 
  private:
+  friend class span_codec<RowwiseQuantized>;
   /// One slot per worker for its largest row bound; more threads than this are not used.
   static constexpr std::size_t max_workers = 256;
 
