@@ -54,6 +54,7 @@
 #include "zcoll/schedule/schedules.hpp"
 #include "zcoll/transport/any.hpp"
 #include "zcoll/transport/local.hpp"
+#include "zcoll/transport/throttled.hpp"
 #include "zcoll/zcoll.hpp"
 
 #if ZCOLL_BENCH_HAS_MPI
@@ -79,6 +80,7 @@ using Hierarchical = zcoll::Hierarchical<zcoll::BinomialTree, zcoll::RecursiveDo
 struct coll_options {
   std::string transport;   // "mpi" or "local"
   int local_ranks = 0;     // for "local"
+  std::optional<zcoll::transport::link_model> link;  // --link: local ranks talk through Throttled
   collective_op op = collective_op::allreduce;
   std::string op_name = "allreduce";
   bool variable_blocks = false;  // alltoallv: op is alltoall, with the block lengths of block_pattern
@@ -261,6 +263,10 @@ transport:
   --transport mpi|local:N   mpi: the ranks of mpirun, with the native MPI row (the default when built with
                             MPI); local:N: N threads over transport::Local, no mpirun, no native row
                             (the default is local:4 when built without MPI)
+  --link GBIT[,US]          local:N only: every rank's sends go through transport::Throttled, a link of
+                            GBIT Gbit/s and US microseconds per message (default 0). A model: bandwidth
+                            and latency per sender, no switch contention or incast; for real links use
+                            ../shared/tools/netbed
 collective:
   --op NAME             allreduce (sum) | reduce_scatter (sum) | allgather | bcast | scatter | gather | alltoall
                         | alltoallv (blocks of varying lengths, see below)
@@ -326,6 +332,13 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
       } else {
         usage_error(fmt::format("--transport: '{}' is neither 'mpi' nor 'local:N'", value));
       }
+    } else if (flag == "--link") {
+      const auto parts = split(value, ',');
+      if (parts.empty() || parts.size() > 2) usage_error(fmt::format("--link: '{}' is not GBIT or GBIT,US", value));
+      const double gbit = parse_number(parts[0], "--link GBIT");
+      const double us = parts.size() == 2 ? parse_number(parts[1], "--link US") : 0.0;
+      if (!(gbit > 0.0) || !(us >= 0.0)) usage_error(fmt::format("--link: {} Gbit/s must be > 0 and {} us >= 0", gbit, us));
+      o.link = zcoll::transport::link_model{.latency_s = us * 1e-6, .bandwidth_bytes_per_s = gbit * 1e9 / 8};
     } else if (flag == "--op") {
       const auto entry = std::find_if(op_table.begin(), op_table.end(), [&](const op_entry& e) { return value == e.name; });
       if (entry == op_table.end()) {
@@ -402,6 +415,7 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
 #if !ZCOLL_BENCH_HAS_MPI
   if (o.transport == "mpi") usage_error("--transport mpi: this zcoll-bench was built without MPI; use --transport local:N");
 #endif
+  if (o.link && o.transport != "local") usage_error("--link models a link between local ranks: use --transport local:N");
   return o;
 }
 
@@ -1133,14 +1147,23 @@ int run_local_bench(const coll_options& o, std::span<const T> file_values) {
   validate_for_ranks(o, o.local_ranks, sizeof(T));
   std::vector<coll_row> rows;
   zcoll::transport::run_local(o.local_ranks, [&](zcoll::transport::Local& t) {
+    // The barrier between calls stays unthrottled: only the measured collectives pay for the link.
+    const auto connect = [t, link = o.link] {
+      if (link) return zcoll::transport::AnyTransport(zcoll::transport::Throttled(t, *link));
+      return zcoll::transport::AnyTransport(t);
+    };
     rank_env<T> env{.control = control_channel(zcoll::transport::AnyTransport(t)),
-                    .connect = [t] { return zcoll::transport::AnyTransport(t); },
+                    .connect = connect,
                     .native = {},
                     .native_alltoallv = {}};
     auto mine = run_schedule<T>(o, file_values, env);
     if (t.rank() == 0) rows = std::move(mine);
   });
-  return report(o, fmt::format("local:{}", o.local_ranks), o.local_ranks, false, rows);
+  const std::string transport =
+      o.link ? fmt::format("local:{} through a modelled link of {:g} Gbit/s, {:g} us a message", o.local_ranks,
+                           o.link->bandwidth_bytes_per_s * 8 / 1e9, o.link->latency_s * 1e6)
+             : fmt::format("local:{}", o.local_ranks);
+  return report(o, transport, o.local_ranks, false, rows);
 }
 
 #if ZCOLL_BENCH_HAS_MPI
