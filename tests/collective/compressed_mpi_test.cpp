@@ -4,11 +4,13 @@
 
 #include <boost/mpi/communicator.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "zcoll/codec/rowwise.hpp"
 #include "zcoll/collective/compressed.hpp"
 #include "zcoll/core/error_stats.hpp"
 #include "zcoll/schedule/schedules.hpp"
@@ -161,4 +163,42 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
                    "alltoallv from " + std::to_string(src));
     at += want.size();
   }
+}
+
+TEST_CASE("MPI: quantized allreduce, Int4 with and without error feedback, within the reported bound",
+          "[collective][mpi][quantized]") {
+  const auto mpi = world();
+  const int p = mpi.size(), me = mpi.rank();
+  constexpr std::size_t row = 64;
+  const std::size_t n = static_cast<std::size_t>(p) * 3 * row;
+  std::vector<double> want(n, 0.0), magnitude(n, 0.0);
+  for (int r = 0; r < p; ++r) {
+    const auto c = contribution(r + 5, n);
+    for (std::size_t i = 0; i < n; ++i) {
+      want[i] += c[i];
+      magnitude[i] += std::abs(static_cast<double>(c[i]));
+    }
+  }
+  const auto check = [&](auto& coll, const std::string& what) {
+    for (int step = 0; step < 3; ++step) {
+      auto data = contribution(me + 5, n);
+      coll.allreduce(std::span<float>(data), zcoll::op::sum);
+      const double bound = coll.last_report().error_bound;
+      if (p > 1) REQUIRE(bound > 0.0);
+      for (std::size_t i = 0; i < n; ++i) {
+        // The stated compression bound, plus the float rounding of p additions.
+        const double slack = 2.0 * p * std::ldexp(1.0, -24) * (magnitude[i] + bound);
+        if (!(std::abs(static_cast<double>(data[i]) - want[i]) <= bound + slack)) {
+          FAIL(what << " step " << step << ": element " << i << " is " << data[i] << ", exact " << want[i]
+                    << ", bound " << bound);
+        }
+      }
+    }
+  };
+  zcoll::Compressed<zcoll::Ring, zcoll::Int4> ring{world(), {.row_length = row}};
+  check(ring, "Int4 ring");
+  zcoll::Compressed<zcoll::Ring, zcoll::ErrorFeedback<zcoll::Int4>> feedback{world(), {.row_length = row}};
+  check(feedback, "ErrorFeedback<Int4> ring");
+  zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::Int4> rd{world(), {.row_length = row}};
+  check(rd, "Int4 recursive doubling");
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "zcoll/codec/rowwise.hpp"
 #include "zcoll/collective/compressed.hpp"
 #include "zcoll/core/error_stats.hpp"
 #include "zcoll/schedule/schedules.hpp"
@@ -494,4 +495,125 @@ TEST_CASE("Collective argument errors name the argument", "[collective]") {
     zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{t, {.error_bound = zcoll::absolute(eb)}};
     ZCOLL_LOCKED(REQUIRE_THROWS_WITH(tree.bcast(std::span<float>(mine), 2), Catch::Contains("root 2 is not in [0, 2)")));
   });
+}
+
+// ---- quantized collectives: row-wise codecs and error feedback per hop ------------------------------------
+
+namespace {
+
+/// Gradient-like values: a smooth signal shared by the ranks plus rank noise, |x| < 2.
+std::vector<float> gradient(int rank, std::size_t n, int step = 0) {
+  std::vector<float> g(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double shared = std::sin(0.01 * static_cast<double>(i) + 0.1 * step);
+    const double noise = std::sin(1.7 * static_cast<double>(i) * (rank + 1) + 0.3 * step);
+    g[i] = static_cast<float>(shared + 0.5 * noise);
+  }
+  return g;
+}
+
+/// The exact sum over ranks (in double) and the sum of magnitudes (for the float rounding of the sums).
+struct exact_sum {
+  std::vector<double> sum, magnitude;
+};
+exact_sum sum_over_ranks(int p, std::size_t n, int step = 0) {
+  exact_sum e{std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)};
+  for (int r = 0; r < p; ++r) {
+    const auto g = gradient(r, n, step);
+    for (std::size_t i = 0; i < n; ++i) {
+      e.sum[i] += g[i];
+      e.magnitude[i] += std::abs(static_cast<double>(g[i]));
+    }
+  }
+  return e;
+}
+
+/// Every element within the compression bound the report states, plus what float additions of p terms
+/// can round away: 2·p·2^-24 of the magnitudes summed (each addition rounds once; the terms are within
+/// the bound of the values).
+void require_within_sum(std::span<const float> got, const exact_sum& want, double bound, int p, const std::string& what) {
+  const double u = std::ldexp(1.0, -24);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double slack = 2.0 * p * u * (want.magnitude[i] + bound);
+    if (!(std::abs(static_cast<double>(got[i]) - want.sum[i]) <= bound + slack)) {
+      FAIL(what << ": element " << i << " is " << got[i] << ", exact " << want.sum[i] << ", bound " << bound
+                << " + rounding " << slack);
+    }
+  }
+}
+
+template <class Schedule, class Codec>
+void check_quantized_allreduce(std::size_t rows_per_rank) {
+  constexpr std::size_t row = 64;
+  for (int p : rank_counts) {
+    const std::size_t n = static_cast<std::size_t>(p) * rows_per_rank * row;
+    const auto want = sum_over_ranks(p, n);
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<Schedule, Codec> coll{t, {.row_length = row}};
+      auto data = gradient(t.rank(), n);
+      coll.allreduce(std::span<float>(data), zcoll::op::sum);
+      const auto& report = coll.last_report();
+      const std::string what = std::string("allreduce ") + Schedule::name + " " + Codec::name() + " p=" + std::to_string(p);
+      if (p > 1) {
+        REQUIRE(report.compressed);
+        REQUIRE(report.error_bound > 0.0);
+        REQUIRE(report.statistical_error_bound <= report.error_bound);
+      }
+      require_within_sum(data, want, report.error_bound, p, what);
+    });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Quantized allreduce: Int8 and Int4 over Ring and RecursiveDoubling stay within the bound the streams "
+          "state",
+          "[collective][quantized]") {
+  check_quantized_allreduce<zcoll::Ring, zcoll::Int8>(2);
+  check_quantized_allreduce<zcoll::Ring, zcoll::Int4>(2);
+  check_quantized_allreduce<zcoll::RecursiveDoubling, zcoll::Int4>(1);
+}
+
+TEST_CASE("Quantized allreduce: a count that is not whole rows per rank is an argument error on every rank",
+          "[collective][quantized]") {
+  run_local(3, [&](Local& t) {
+    zcoll::Compressed<zcoll::Ring, zcoll::Int4> coll{t, {.row_length = 64}};
+    std::vector<float> data(3 * 64 + 5, 1.0f);
+    CHECK_THROWS_WITH(coll.allreduce(std::span<float>(data), zcoll::op::sum),
+                      Catch::Contains("not a whole number of rows of 64"));
+  });
+}
+
+TEST_CASE("Error feedback per hop: over many steps the sum of the reduced results tracks the exact sum",
+          "[collective][quantized][feedback]") {
+  // The same gradient every step: without feedback each step makes the same 4-bit error, which adds up
+  // step after step; with it, each hop carries its error into the next step and the total stays bounded.
+  constexpr std::size_t row = 64;
+  constexpr int steps = 40;
+  const int p = 8;
+  const std::size_t n = static_cast<std::size_t>(p) * 2 * row;
+  const auto want = sum_over_ranks(p, n);
+  const auto accumulated_error = [&](auto codec_tag) {
+    using Codec = decltype(codec_tag);
+    std::vector<double> total(n, 0.0);
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<zcoll::Ring, Codec> coll{t, {.row_length = row}};
+      std::vector<double> mine(n, 0.0);
+      for (int s = 0; s < steps; ++s) {
+        auto data = gradient(t.rank(), n);
+        coll.allreduce(std::span<float>(data), zcoll::op::sum);
+        // Every step within the bound the report states (with feedback it includes the carried error).
+        require_within_sum(data, want, coll.last_report().error_bound, p, "step " + std::to_string(s));
+        for (std::size_t i = 0; i < n; ++i) mine[i] += data[i];
+      }
+      if (t.rank() == 0) total = mine;
+    });
+    double worst = 0.0;
+    for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(total[i] - steps * want.sum[i]));
+    return worst;
+  };
+  const double plain = accumulated_error(zcoll::Int4{{.shape = {row}}});
+  const double feedback = accumulated_error(zcoll::ErrorFeedback<zcoll::Int4>{{.shape = {row}}});
+  INFO("worst error of the sum of " << steps << " steps: plain Int4 " << plain << ", with feedback " << feedback);
+  CHECK(feedback * 5 < plain);
 }

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,6 +40,7 @@
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/concepts.hpp"
+#include "zcoll/codec/error_feedback.hpp"
 #include "zcoll/codec/presets.hpp"
 #include "zcoll/collective/collective_report.hpp"
 #include "zcoll/core/error.hpp"
@@ -63,6 +65,9 @@ struct collective_config {
   unsigned threads = 1;                     ///< host threads for compression and decompression
   /// Inputs smaller than this travel uncompressed (compression does not pay for small messages).
   std::size_t min_compressed_bytes = 0;
+  /// The row length of a row-wise codec (Int8, Int4, Int2: one scale and bias per row); 0 for the
+  /// others. Every block a call compresses must then be a whole number of rows (argument_error otherwise).
+  std::size_t row_length = 0;
 };
 
 template <schedule::schedule S, codec Codec>
@@ -75,8 +80,7 @@ class Compressed {
   explicit Compressed(T transport, collective_config config = {})
       : transport_(std::move(transport)),
         config_(config),
-        codec_(codec_config{.error_bound = config.error_bound, .chunk_values = config.chunk_values,
-                            .fill_value = config.fill_value}) {}
+        codec_(codec_settings(config.error_bound)) {}
 
   int rank() const { return transport_.rank(); }
   int size() const { return transport_.size(); }
@@ -229,14 +233,14 @@ class Compressed {
     check_size("reduce_scatter", "in", in.size(), out.size() * static_cast<std::size_t>(size()));
     begin("reduce_scatter", in.size_bytes(), in.size_bytes());
     work_as<T>().assign(in.begin(), in.end());
+    check_rows("reduce_scatter", "a block (out)", out.size());
     const double eb = hop_bound<T>(in);
-    const Codec hop_codec = codec_with_bound(eb);
-    reduce_blocks<T>(op_kind::reduce_scatter, hop_codec, op, [&](int b) {
+    reduce_blocks<T>(op_kind::reduce_scatter, hop_codec(eb), op, [&](int b) {
       return std::pair{out.size() * static_cast<std::size_t>(b), out.size()};
     }, std::span<T>(work_as<T>()));
     std::copy_n(work_as<T>().begin() + static_cast<std::ptrdiff_t>(out.size() * static_cast<std::size_t>(rank())), out.size(),
                 out.begin());
-    set_reduction_bound(error_[static_cast<std::size_t>(rank())], eb);
+    set_reduction_bound(error_[static_cast<std::size_t>(rank())]);
     finish<T>(out, reference);
   }
 
@@ -247,41 +251,50 @@ class Compressed {
     static_assert(direct || (S::supports(op_kind::reduce_scatter) && S::supports(op_kind::allgather)),
                   "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + allgather; use "
                   "zcoll::Ring or zcoll::RecursiveDoubling");
-    begin("allreduce", data.size_bytes(), data.size_bytes());
-    const double eb = hop_bound<T>(data);
-    const Codec hop_codec = codec_with_bound(eb);
     const std::size_t n = data.size();
     const auto p = static_cast<std::size_t>(size());
+    if (config_.row_length > 0 && n % (p * config_.row_length) != 0) {
+      throw argument_error("allreduce: data of " + std::to_string(n) + " values is not a whole number of rows of " +
+                           std::to_string(config_.row_length) + " (collective_config::row_length) per rank for " +
+                           std::to_string(p) + " ranks");
+    }
+    begin("allreduce", data.size_bytes(), data.size_bytes());
+    const double eb = hop_bound<T>(data);
+    const Codec& hops = hop_codec(eb);
     if constexpr (direct) {
-      reduce_blocks<T>(op_kind::allreduce, hop_codec, op, [&](int) { return std::pair{std::size_t{0}, n}; }, data);
-      set_reduction_bound(error_[0], eb);
+      reduce_blocks<T>(op_kind::allreduce, hops, op, [&](int) { return std::pair{std::size_t{0}, n}; }, data);
+      set_reduction_bound(error_[0]);
     } else {
       // Blocks of n/p values (the first n mod p one longer), then allgather of the reduced blocks.
       const auto range = [&](int b) {
         const auto lo = n * static_cast<std::size_t>(b) / p, hi = n * (static_cast<std::size_t>(b) + 1) / p;
         return std::pair{lo, hi - lo};
       };
-      reduce_blocks<T>(op_kind::reduce_scatter, hop_codec, op, range, data);
+      reduce_blocks<T>(op_kind::reduce_scatter, hops, op, range, data);
+      // The allgather compresses each reduced block once, at its owner (with error feedback, under a key
+      // of its own); the owner knows that compression's bound.
+      if constexpr (carries_feedback<Codec>) feedback_op_ = op_kind::allgather;
       move_blocks<T>(
-          hop_codec, op_kind::allgather, 0,
+          hops, op_kind::allgather, 0,
           [&](int b) {
             const auto [lo, count] = range(b);
             return data.subspan(lo, count);
           },
           [&](int b) { return b == rank(); });
-      // Every block's bound at its owner, plus the allgather's one compression (exact allgather of the
-      // owners' bounds: a value's bound depends on the block it is in).
+      feedback_op_.reset();
+      // Every block's bound at its owner, plus its one compression for the allgather (exact allgather of
+      // the owners' bounds: a value's bound depends on the block it is in).
+      const std::size_t me = static_cast<std::size_t>(rank());
+      const hop_error own = p > 1 && compress_now_ ? error_[me].after_compression(held_bound_) : error_[me];
       std::vector<double> bounds(2 * p);
-      bounds[2 * static_cast<std::size_t>(rank())] = error_[static_cast<std::size_t>(rank())].bound;
-      bounds[2 * static_cast<std::size_t>(rank()) + 1] = error_[static_cast<std::size_t>(rank())].compressions;
+      bounds[2 * me] = own.bound;
+      bounds[2 * me + 1] = own.compressions;
       exact_allgather_pairs(bounds);
       hop_error worst{};
       for (std::size_t b = 0; b < p; ++b) {
-        const hop_error e{bounds[2 * b], bounds[2 * b + 1]};
-        const hop_error gathered = p > 1 ? e.after_compression(eb) : e;
-        worst = {std::max(worst.bound, gathered.bound), std::max(worst.compressions, gathered.compressions)};
+        worst = {std::max(worst.bound, bounds[2 * b]), std::max(worst.compressions, bounds[2 * b + 1])};
       }
-      set_reduction_bound(worst, eb);
+      set_reduction_bound(worst);
     }
     finish<T>(data, reference);
   }
@@ -395,14 +408,16 @@ class Compressed {
     }
   };
 
-  void set_reduction_bound(const hop_error& e, double eb) {
+  void set_reduction_bound(const hop_error& e) {
     reduction_ = true;
     report_.compressions_in_chain = compress_now_ ? static_cast<int>(e.compressions) : 0;
     report_.error_bound = compress_now_ ? e.bound : 0.0;
     // ZCCL §3.2: k compression errors, each normal with sigma = eb/3, sum to within (2/3)·sqrt(k)·eb with
-    // probability 95.44 %; never more than the worst case.
+    // probability 95.44 %; never more than the worst case. eb is the mean bound of the k compressions
+    // (each stream states its own: equal for FZLight at an absolute bound, per-row for Int4).
+    const double mean_bound = e.compressions > 0 ? e.bound / e.compressions : 0.0;
     report_.statistical_error_bound =
-        compress_now_ ? std::min(e.bound, (2.0 / 3.0) * std::sqrt(e.compressions) * eb) : 0.0;
+        compress_now_ ? std::min(e.bound, (2.0 / 3.0) * std::sqrt(e.compressions) * mean_bound) : 0.0;
   }
 
   // ---- messages --------------------------------------------------------------------------------------
@@ -426,13 +441,22 @@ class Compressed {
   // ---- codec ---------------------------------------------------------------------------------------
 
   /// Compresses `values` at the end of `buffer` (grown as needed); returns its slot.
-  template <floating_value T>
-  slot encode(const Codec& codec, std::span<const T> values, std::vector<std::byte>& buffer, std::size_t at) {
+  template <floating_value T, class C>
+  slot encode(const C& codec, std::span<const T> values, std::vector<std::byte>& buffer, std::size_t at,
+              feedback_key key = no_feedback) {
     const auto start = clock::now();
     std::size_t written = 0;
     if (compress_now_) {
       buffer.resize(std::max(buffer.size(), at + codec.template max_compressed_size<T>(values.size())));
-      written = codec.compress(exec(), values, std::span<std::byte>(buffer).subspan(at)).size();
+      const auto out = std::span<std::byte>(buffer).subspan(at);
+      if constexpr (carries_feedback<C>) {
+        written = key != no_feedback ? codec.compress(exec(), values, out, key).size()
+                                     : codec.compress(exec(), values, out).size();
+      } else {
+        written = codec.compress(exec(), values, out).size();
+      }
+      const auto stream = std::span<const std::byte>(buffer).subspan(at, written);
+      last_encode_bound_ = key != no_feedback ? sent_bound<C>(stream, key) : read_stream_header(stream).error_bound;
     } else {
       buffer.resize(std::max(buffer.size(), at + values.size_bytes()));
       if (!values.empty()) std::memcpy(buffer.data() + at, values.data(), values.size_bytes());
@@ -444,8 +468,8 @@ class Compressed {
 
   /// Decodes one received block into `out`; a block that does not hold out.size() values of T is a
   /// format_error, whatever the peer claimed.
-  template <floating_value T>
-  void decode(const Codec& codec, std::span<const std::byte> bytes, std::span<T> out) {
+  template <floating_value T, class C>
+  void decode(const C& codec, std::span<const std::byte> bytes, std::span<T> out) {
     const auto start = clock::now();
     if (compress_now_) {
       const stream_header header = read_stream_header(bytes);
@@ -467,10 +491,35 @@ class Compressed {
 
   exec::Host exec() const { return exec::Host{.threads = config_.threads}; }
 
-  /// The codec with the one absolute bound every hop of a reduction uses.
-  Codec codec_with_bound(double eb) const {
-    return Codec(codec_config{.error_bound = absolute(eb), .chunk_values = config_.chunk_values,
-                              .fill_value = config_.fill_value});
+  codec_config codec_settings(const bound& error_bound) const {
+    codec_config c{.error_bound = error_bound, .chunk_values = config_.chunk_values, .fill_value = config_.fill_value};
+    if (config_.row_length > 0) c.shape = {config_.row_length};
+    return c;
+  }
+
+  /// The codec every hop of a reduction uses, with the one absolute bound `eb`. Kept from call to call
+  /// while eb does not change, so an ErrorFeedback codec carries its residuals from one call to the next
+  /// (with a relative bound they restart whenever the global range changes the absolute bound); a codec
+  /// that takes no error bound (row-wise, top-K) is the collective's own.
+  const Codec& hop_codec(double eb) {
+    if constexpr (!Codec::uses_error_bound) {
+      return codec_;
+    } else {
+      if (!hop_codec_ || hop_codec_bound_ != eb) {
+        hop_codec_.emplace(codec_settings(absolute(eb)));
+        hop_codec_bound_ = eb;
+      }
+      return *hop_codec_;
+    }
+  }
+
+  /// Every block of `values` values a call compresses is a whole number of rows of a row-wise codec.
+  void check_rows(const char* call, const char* what, std::size_t values) const {
+    if (config_.row_length > 0 && values % config_.row_length != 0) {
+      throw argument_error(std::string(call) + ": " + what + " of " + std::to_string(values) +
+                           " values is not a whole number of rows of collective_config::row_length " +
+                           std::to_string(config_.row_length));
+    }
   }
 
   // ---- data movement -------------------------------------------------------------------------------
@@ -478,8 +527,8 @@ class Compressed {
   /// The data-movement engine. Block b's values are block_values(b) (input where held(b), output
   /// elsewhere); held blocks are compressed once, sizes then bytes follow the schedule, and every
   /// block received is decompressed once at the end.
-  template <floating_value T, class Blocks, class Held>
-  void move_blocks(const Codec& codec, op_kind op, int root, Blocks block_values, Held held) {
+  template <floating_value T, class C, class Blocks, class Held>
+  void move_blocks(const C& codec, op_kind op, int root, Blocks block_values, Held held) {
     move_blocks_const<T>(
         codec, op, root, [&](int b) { return held(b) ? std::span<const T>(block_values(b)) : std::span<const T>{}; },
         [&](int b) { return held(b) ? std::span<T>{} : block_values(b); }, held, std::size_t{0}, true);
@@ -487,8 +536,8 @@ class Compressed {
 
   /// As move_blocks, with separate sources (held blocks) and destinations (blocks this rank keeps);
   /// `values_per_block` > 0 gives every block that length (blocks this rank only forwards).
-  template <floating_value T, class Sources, class Destinations, class Held>
-  void move_blocks_const(const Codec& codec, op_kind op, int root, Sources source, Destinations destination, Held held,
+  template <floating_value T, class C, class Sources, class Destinations, class Held>
+  void move_blocks_const(const C& codec, op_kind op, int root, Sources source, Destinations destination, Held held,
                          std::size_t values_per_block, bool destinations_sized_by_source = false) {
     const int p = size(), me = rank();
     const int blocks = schedule::block_count(op, p);
@@ -504,10 +553,13 @@ class Compressed {
     // from where they are.
     std::size_t end = 0;
     held_offsets_.assign(index(blocks), 0);
+    held_bound_ = 0.0;
     for (int b = 0; b < blocks; ++b) {
       if (!held(b)) continue;
       if (compress_now_) {
-        const slot written = encode<T>(codec, source(b), arena_, end);
+        const feedback_key key = feedback_op_ ? hop_key(*feedback_op_, 0, b, source(b).size()) : no_feedback;
+        const slot written = encode<T>(codec, source(b), arena_, end, key);
+        held_bound_ = std::max(held_bound_, last_encode_bound_);
         held_offsets_[index(b)] = written.offset;  // located once the arena stops growing, below
         blocks_[index(b)].size = written.size;
         sizes_[index(b)] = written.size;
@@ -713,7 +765,6 @@ class Compressed {
       const auto [last_lo, last_count] = range(e.first_block + e.block_count - 1);
       return std::pair{lo, last_lo + last_count - lo};
     };
-    const double eb = compress_now_ ? read_hop_bound(hop_codec) : 0.0;
     for (int r = 0; r < rounds; ++r) {
       const schedule::step st = S::at(kind, p, me, r, 0);
       if (!compress_now_) {  // raw: sizes known, no error to carry, sent from and reduced in place
@@ -725,13 +776,14 @@ class Compressed {
       std::size_t raw = 0;
       if (st.send.active()) {
         const auto [lo, count] = values(st.send);
-        sent = encode<T>(hop_codec, std::span<const T>(work).subspan(lo, count), arena_, 0);
+        const feedback_key key = hop_key(kind, r, st.send.first_block, count);
+        sent = encode<T>(hop_codec, std::span<const T>(work).subspan(lo, count), arena_, 0, key);
         hop_error carried{};
         for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) {
           const auto& e = error_[static_cast<std::size_t>(b)];
           carried = {std::max(carried.bound, e.bound), std::max(carried.compressions, e.compressions)};
         }
-        carried = carried.after_compression(eb);
+        carried = carried.after_compression(last_encode_bound_);
         out_header = {sent.size, carried.bound, carried.compressions};
         raw = count * sizeof(T);
       }
@@ -793,8 +845,38 @@ class Compressed {
     report_.reduce_s += seconds_since(start);
   }
 
-  /// The absolute bound hop_codec was made with.
-  static double read_hop_bound(const Codec& hop_codec) { return hop_codec.config().error_bound.value; }
+  /// Error feedback per hop: the codec carries each hop's residual to the same hop of the next call.
+  template <class C>
+  static constexpr bool carries_feedback = requires(const C& c, std::span<const float> in, std::span<std::byte> out) {
+    c.compress(exec::Host{}, in, out, feedback_key{});
+    c.inner();
+  };
+
+  /// encode() without error feedback (no hop_key is all ones: the operation's bits are small).
+  static constexpr feedback_key no_feedback = ~feedback_key{0};
+
+  /// One residual per hop of a reduction: the operation, the round, the first block and the length,
+  /// the same from one call to the next on a tensor of the same length.
+  static feedback_key hop_key(op_kind kind, int round, int first_block, std::size_t count) {
+    return (static_cast<feedback_key>(kind) << 56) ^ (static_cast<feedback_key>(round) << 44) ^
+           (static_cast<feedback_key>(first_block) << 32) ^ static_cast<feedback_key>(count);
+  }
+
+  /// The bound of one hop's compression, from the stream it wrote: its header's (the codec's bound on
+  /// what it compressed). With error feedback the codec compressed x + e, where e is the previous call's
+  /// error at this hop, bounded by that call's header: |x - decoded| <= both bounds added.
+  template <class C>
+  double sent_bound(std::span<const std::byte> stream, feedback_key key) {
+    const double stated = read_stream_header(stream).error_bound;
+    if constexpr (carries_feedback<C>) {
+      auto [entry, inserted] = last_feedback_bound_.try_emplace(key, 0.0);
+      const double carried = entry->second;
+      entry->second = stated;
+      return stated + carried;
+    } else {
+      return stated;
+    }
+  }
 
   /// The header before each hop's bytes: their size, and the error the values carry.
   struct hop_header {
@@ -816,6 +898,12 @@ class Compressed {
   transport::AnyTransport transport_;
   collective_config config_;
   Codec codec_;
+  std::optional<Codec> hop_codec_;  // the reductions' codec with an absolute bound (hop_codec)
+  double hop_codec_bound_ = 0.0;
+  std::map<feedback_key, double> last_feedback_bound_;  // with error feedback: each hop's previous bound
+  std::optional<op_kind> feedback_op_;  // set while a data-movement phase compresses under feedback keys
+  double last_encode_bound_ = 0.0;      // the bound of the last stream encode() wrote (sent_bound)
+  double held_bound_ = 0.0;             // the largest of the blocks the last move_blocks compressed
   collective_report report_;
   clock::time_point started_;
   bool compress_now_ = false;
