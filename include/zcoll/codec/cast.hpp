@@ -204,19 +204,8 @@ class Cast : public span_codec<Cast<Format>> {
   template <floating_value T>
   static stream_header read_header(std::span<const std::byte> in) {
     const stream_header header = read_stream_header(in);
-    if (header.codec_id != id) {
-      throw format_error("stream was written by codec id " + std::to_string(header.codec_id) + ", this is " + name() +
-                         " (id " + std::to_string(id) + ")");
-    }
-    if (header.type != value_type_of<T>) {
-      throw format_error(std::string("stream holds ") + to_string(header.type) + " values, not " +
-                         to_string(value_type_of<T>));
-    }
-    if (header.chunk_values != 0 || header.chunk_count != 0) {
-      throw format_error("a " + name() + " stream is unchunked (chunk length and count 0), not chunk length " +
-                         std::to_string(header.chunk_values));
-    }
-    if (header.has_fill_value) throw format_error("a " + name() + " stream declares no fill value");
+    require_codec_and_type(header, id, name(), value_type_of<T>);
+    require_unchunked_without_fill(header, name());
     const std::size_t body_bytes = in.size() - stream_header_size_bytes;
     if (header.count != body_bytes / sizeof(storage) || body_bytes % sizeof(storage) != 0) {
       throw format_error("value count " + std::to_string(header.count) + " needs a body of count x " +

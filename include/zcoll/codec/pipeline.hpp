@@ -189,14 +189,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
 
   template <floating_value T>
   static void check_header(const stream_header& header) {
-    if (header.codec_id != id) {
-      throw format_error("stream was written by codec id " + std::to_string(header.codec_id) + ", this is " + name() +
-                         " (id " + std::to_string(id) + ")");
-    }
-    if (header.type != value_type_of<T>) {
-      throw format_error(std::string("stream holds ") + to_string(header.type) + " values, not " +
-                         to_string(value_type_of<T>));
-    }
+    require_codec_and_type(header, id, name(), value_type_of<T>);
     if (!std::isfinite(header.error_bound)) {
       throw format_error("a pipeline stream states a finite error bound, not " + std::to_string(header.error_bound));
     }

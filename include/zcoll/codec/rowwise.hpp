@@ -184,19 +184,8 @@ class RowwiseQuantized : public span_codec<RowwiseQuantized<Bits>> {
     stream_rows s;
     s.header = read_stream_header(in);
     const stream_header& h = s.header;
-    if (h.codec_id != id) {
-      throw format_error("stream was written by codec id " + std::to_string(h.codec_id) + ", this is " + name() +
-                         " (id " + std::to_string(id) + ")");
-    }
-    if (h.type != value_type_of<T>) {
-      throw format_error(std::string("stream holds ") + to_string(h.type) + " values, not " +
-                         to_string(value_type_of<T>));
-    }
-    if (h.chunk_values != 0 || h.chunk_count != 0) {
-      throw format_error("a " + name() + " stream is unchunked (chunk length and count 0), not chunk length " +
-                         std::to_string(h.chunk_values));
-    }
-    if (h.has_fill_value) throw format_error("a " + name() + " stream declares no fill value");
+    require_codec_and_type(h, id, name(), value_type_of<T>);
+    require_unchunked_without_fill(h, name());
     if (!std::isfinite(h.error_bound)) {
       throw format_error("a " + name() + " stream states a finite error bound, not " + std::to_string(h.error_bound));
     }

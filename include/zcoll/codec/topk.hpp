@@ -414,19 +414,8 @@ class TopK {
   template <floating_value T>
   static stream_header checked_header(std::span<const std::byte> in) {
     const stream_header header = read_stream_header(in);
-    if (header.codec_id != id) {
-      throw format_error("stream was written by codec id " + std::to_string(header.codec_id) + ", this is topk (id " +
-                         std::to_string(id) + ")");
-    }
-    if (header.type != value_type_of<T>) {
-      throw format_error(std::string("stream holds ") + to_string(header.type) + " values, not " +
-                         to_string(value_type_of<T>));
-    }
-    if (header.chunk_values != 0) {
-      throw format_error("topk streams are unchunked (chunk length 0), not of chunk length " +
-                         std::to_string(header.chunk_values));
-    }
-    if (header.has_fill_value) throw format_error("topk streams declare no fill value");
+    require_codec_and_type(header, id, name(), value_type_of<T>);
+    require_unchunked_without_fill(header, name());
     if (!std::isfinite(header.error_bound)) {
       throw format_error("topk stream states a bound of " + std::to_string(header.error_bound) +
                          ", the largest dropped magnitude is finite");

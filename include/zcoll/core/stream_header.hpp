@@ -153,6 +153,29 @@ struct stream_layout {
   }
 };
 
+/// format_error unless `header` was written by the codec `id` (called `name` in the message) for values of
+/// type `type`: what every decoder checks first.
+inline void require_codec_and_type(const stream_header& header, std::uint8_t id, const std::string& name,
+                                   value_type type) {
+  if (header.codec_id != id) {
+    throw format_error("stream was written by codec id " + std::to_string(header.codec_id) + ", this is " + name +
+                       " (id " + std::to_string(id) + ")");
+  }
+  if (header.type != type) {
+    throw format_error(std::string("stream holds ") + to_string(header.type) + " values, not " + to_string(type));
+  }
+}
+
+/// format_error unless the header is in the unchunked form (chunk length and count 0) of a codec with a
+/// layout of its own, and declares no fill value.
+inline void require_unchunked_without_fill(const stream_header& header, const std::string& name) {
+  if (header.chunk_values != 0 || header.chunk_count != 0) {
+    throw format_error("a " + name + " stream is unchunked (chunk length and count 0), not chunk length " +
+                       std::to_string(header.chunk_values));
+  }
+  if (header.has_fill_value) throw format_error("a " + name + " stream declares no fill value");
+}
+
 /// Reads header, chunk size index and (when `with_parameters`) the parameter section, and checks that the
 /// chunks exactly fill `stream`.
 inline stream_layout read_stream_layout(std::span<const std::byte> stream, bool with_parameters = false) {
