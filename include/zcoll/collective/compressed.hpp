@@ -450,8 +450,9 @@ class Compressed {
       buffer.resize(std::max(buffer.size(), at + codec.template max_compressed_size<T>(values.size())));
       const auto out = std::span<std::byte>(buffer).subspan(at);
       if constexpr (carries_feedback<C>) {
+        // Feedback only where a key names the hop; data movement compresses each block once, plainly.
         written = key != no_feedback ? codec.compress(exec(), values, out, key).size()
-                                     : codec.compress(exec(), values, out).size();
+                                     : codec.inner().compress(exec(), values, out).size();
       } else {
         written = codec.compress(exec(), values, out).size();
       }
