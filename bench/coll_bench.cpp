@@ -1170,12 +1170,11 @@ int run_local_bench(const coll_options& o, std::span<const T> file_values) {
 /// MPI's own call for `op`, through transport::Mpi's baselines.
 template <class T>
 void native_call(zcoll::transport::Mpi& mpi, collective_op op, std::span<const T> in, std::span<T> out, int root) {
-  using zcoll::transport::native_op;
   switch (op) {
     case collective_op::allreduce:
-      return mpi.allreduce<T>(out, native_op::sum);
+      return mpi.allreduce<T>(out, zcoll::op::sum);
     case collective_op::reduce_scatter:
-      return mpi.reduce_scatter_block<T>(in, out, native_op::sum);
+      return mpi.reduce_scatter_block<T>(in, out, zcoll::op::sum);
     case collective_op::allgather:
       return mpi.allgather<T>(in, out);
     case collective_op::bcast:

@@ -28,7 +28,6 @@ namespace {
 
 using zcoll::transport::Mpi;
 using zcoll::transport::mpi_config;
-using zcoll::transport::native_op;
 
 /// A transport on a fresh duplicate of MPI_COMM_WORLD (collective: every rank calls it).
 Mpi fresh(mpi_config config = {}) {
@@ -402,23 +401,11 @@ T value(int r, std::size_t i) {
 }
 
 template <class T>
-T reduce(native_op op, T a, T b) {
-  switch (op) {
-    case native_op::sum: return a + b;
-    case native_op::min: return std::min(a, b);
-    case native_op::max: return std::max(a, b);
-  }
-  return a;
-}
-
-template <class T>
 std::vector<T> values(int r, std::size_t count, std::size_t first = 0) {
   std::vector<T> v(count);
   for (std::size_t i = 0; i < count; ++i) v[i] = value<T>(r, first + i);
   return v;
 }
-
-const char* op_name(native_op op) { return op == native_op::sum ? "sum" : op == native_op::min ? "min" : "max"; }
 
 template <class T>
 void check_baselines(Mpi& t) {
@@ -427,15 +414,15 @@ void check_baselines(Mpi& t) {
   const int me = t.rank();
   INFO((std::is_same_v<T, float> ? "float" : "double") << ", max_part_bytes " << t.max_part_bytes() << ", rank " << me << " of "
                                                        << p);
-  for (native_op op : {native_op::sum, native_op::min, native_op::max}) {
-    INFO("op " << op_name(op));
+  const auto each_op = [&](auto op) {
+    INFO("op " << decltype(op)::name);
     for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{1003}}) {
       INFO("allreduce of " << count);
       auto data = values<T>(me, count);
       t.allreduce(std::span(data), op);
       std::vector<T> expected = values<T>(0, count);
       for (int r = 1; r < p; ++r) {
-        for (std::size_t i = 0; i < count; ++i) expected[i] = reduce(op, expected[i], value<T>(r, i));
+        for (std::size_t i = 0; i < count; ++i) expected[i] = op(expected[i], value<T>(r, i));
       }
       CHECK(data == expected);
     }
@@ -447,12 +434,15 @@ void check_baselines(Mpi& t) {
       std::vector<T> expected = values<T>(0, block, static_cast<std::size_t>(me) * block);
       for (int r = 1; r < p; ++r) {
         for (std::size_t i = 0; i < block; ++i) {
-          expected[i] = reduce(op, expected[i], value<T>(r, static_cast<std::size_t>(me) * block + i));
+          expected[i] = op(expected[i], value<T>(r, static_cast<std::size_t>(me) * block + i));
         }
       }
       CHECK(out == expected);
     }
-  }
+  };
+  each_op(zcoll::op::sum);
+  each_op(zcoll::op::min);
+  each_op(zcoll::op::max);
   for (std::size_t block : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{37}}) {
     INFO("block of " << block << " per rank");
     std::vector<T> every_rank;  // rank r's values, rank after rank
@@ -583,7 +573,7 @@ TEST_CASE("Mpi: argument errors name the argument and the expected value", "[tra
   std::vector<float> right_size(3 * static_cast<std::size_t>(t.size()));
   CHECK_THROWS_WITH(t.allgather(std::span<const float>(block), std::span(wrong)),
                     Contains("allgather: all.size() " + std::to_string(wrong.size()) + ", expected size() " + p + " × mine 3"));
-  CHECK_THROWS_WITH(t.reduce_scatter_block(std::span<const float>(wrong), std::span(block), native_op::sum),
+  CHECK_THROWS_WITH(t.reduce_scatter_block(std::span<const float>(wrong), std::span(block), zcoll::op::sum),
                     Contains("reduce_scatter_block: in.size()"));
   CHECK_THROWS_WITH(t.bcast(std::span(block), t.size()), Contains("bcast: root " + p + " is out of range, expected [0, " + p + ")"));
   CHECK_THROWS_WITH(t.bcast(std::span(block), -1), Contains("bcast: root -1"));

@@ -22,14 +22,11 @@
 #include <vector>
 
 #include "zcoll/core/error.hpp"
+#include "zcoll/core/reduce_op.hpp"
 #include "zcoll/core/value_type.hpp"
 #include "zcoll/transport/concepts.hpp"
 
 namespace zcoll::transport {
-
-/// The reductions of the native baselines (MPI_SUM, MPI_MIN, MPI_MAX). Kept here until the collectives
-/// have their own op tags, so that the baselines need nothing outside this header.
-enum class native_op { sum, min, max };
 
 /// The numbers transport::Mpi is configured with: {.max_part_bytes = 7}.
 struct mpi_config {
@@ -211,9 +208,11 @@ class Mpi {
   // same counts MPI requires to be equal (a size that is wrong on one rank only raises argument_error on
   // that rank and leaves the others waiting in the collective).
 
-  /// Every rank ends with the element-wise `op` of all ranks' `inout` (MPI_Allreduce in place).
-  template <floating_value T>
-  void allreduce(std::span<T> inout, native_op op) {
+  /// Every rank ends with the element-wise `op` of all ranks' `inout` (MPI_Allreduce in place). `op` is
+  /// one of zcoll::op::sum, min, max (MPI_SUM, MPI_MIN, MPI_MAX: how MPI's min and max treat NaN is the
+  /// implementation's, where zcoll's own collectives propagate it).
+  template <floating_value T, op::reduction Op>
+  void allreduce(std::span<T> inout, Op op) {
     const std::size_t piece = max_piece<T>();
     for (std::size_t first = 0; first < inout.size(); first += piece) {
       const int count = static_cast<int>(std::min(piece, inout.size() - first));
@@ -225,8 +224,8 @@ class Mpi {
   /// Rank r ends with block r (out.size() elements) of the element-wise `op` of all ranks' `in`
   /// (size() blocks). One MPI_Reduce_scatter_block; a block longer than max_part_bytes goes as one
   /// MPI_Reduce per rank and piece instead (reductions on strided datatypes are not portable).
-  template <floating_value T>
-  void reduce_scatter_block(std::span<const T> in, std::span<T> out, native_op op) {
+  template <floating_value T, op::reduction Op>
+  void reduce_scatter_block(std::span<const T> in, std::span<T> out, Op op) {
     const std::size_t block = out.size();
     check_blocks("reduce_scatter_block", "in", in.size(), "out", block);
     if (block == 0) return;
@@ -464,13 +463,15 @@ class Mpi {
     return std::same_as<T, float> ? MPI_FLOAT : MPI_DOUBLE;
   }
 
-  static MPI_Op op_of(native_op op) {
-    switch (op) {
-      case native_op::sum: return MPI_SUM;
-      case native_op::min: return MPI_MIN;
-      case native_op::max: return MPI_MAX;
+  template <op::reduction Op>
+  static MPI_Op op_of(Op) {
+    if constexpr (std::same_as<Op, op::sum_t>) {
+      return MPI_SUM;
+    } else if constexpr (std::same_as<Op, op::min_t>) {
+      return MPI_MIN;
+    } else {
+      return MPI_MAX;
     }
-    throw argument_error("native collective: op " + std::to_string(static_cast<int>(op)) + " is not sum, min or max");
   }
 
   /// Elements of T per MPI call: max_part_bytes of them, at least one.
