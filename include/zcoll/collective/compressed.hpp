@@ -757,7 +757,7 @@ class Compressed {
   /// reduces them in (or replaces its values, for a fold-out). error_ holds each block's bound, so the
   /// report states exactly what the schedule did, whatever its shape.
   template <floating_value T, class Op, class Range>
-  void reduce_blocks(op_kind kind, const Codec& hop_codec, Op op, Range range, std::span<T> work) {
+  void reduce_blocks(op_kind kind, const Codec& hops, Op op, Range range, std::span<T> work) {
     const int p = size(), me = rank();
     const int rounds = S::rounds(kind, p);
     error_.assign(static_cast<std::size_t>(schedule::block_count(kind, p)), hop_error{});
@@ -778,7 +778,7 @@ class Compressed {
       if (st.send.active()) {
         const auto [lo, count] = values(st.send);
         const feedback_key key = hop_key(kind, r, st.send.first_block, count);
-        sent = encode<T>(hop_codec, std::span<const T>(work).subspan(lo, count), arena_, 0, key);
+        sent = encode<T>(hops, std::span<const T>(work).subspan(lo, count), arena_, 0, key);
         hop_error carried{};
         for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) {
           const auto& e = error_[static_cast<std::size_t>(b)];
@@ -796,7 +796,7 @@ class Compressed {
       if (st.recv.active()) {
         const auto [lo, count] = values(st.recv);
         incoming_as<T>().resize(count);
-        decode<T>(hop_codec, std::span<const std::byte>(staging_).first(static_cast<std::size_t>(in_header.size_bytes)),
+        decode<T>(hops, std::span<const std::byte>(staging_).first(static_cast<std::size_t>(in_header.size_bytes)),
                   std::span<T>(incoming_as<T>()));
         const auto start = clock::now();
         T* target = work.data() + lo;
