@@ -95,6 +95,7 @@ struct coll_options {
   unsigned repeat = 5;
   unsigned threads = 1;
   std::uint32_t chunk_values = zcoll::collective_config{}.chunk_values;
+  std::size_t pipeline_values = zcoll::collective_config{}.pipeline_values;
   int root = 0;
   std::string csv;
   std::string json;
@@ -281,6 +282,8 @@ codec:
   --abs E | --rel R     one error bound, absolute or relative to the value range (default --rel 1e-4)
   --chunk N             values per codec chunk (multiple of 32, default 4096)
   --threads N           codec threads per rank (default 1)
+  --pipeline N          values per segment of a reduction hop (PIPE-fZ-light: compression, transfer and
+                        decompression of a hop overlap); 0 sends each hop as one stream (default 262144)
 sizes and data:
   --sizes A:B | A,B,C   bytes of the operation's large buffer (allreduce, bcast: the buffer; allgather,
                         gather: the result; reduce_scatter, scatter, alltoall: the input; alltoallv: the
@@ -373,6 +376,8 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
       if (o.chunk_values % 32 != 0) usage_error(fmt::format("--chunk: {} is not a multiple of 32", value));
     } else if (flag == "--threads") {
       o.threads = static_cast<unsigned>(parse_integer(value, "--threads", 1, 1024));
+    } else if (flag == "--pipeline") {
+      o.pipeline_values = static_cast<std::size_t>(parse_integer(value, "--pipeline", 0, std::int64_t{1} << 40));
     } else if (flag == "--sizes") {
       sizes_text = value;
     } else if (flag == "--input") {
@@ -837,7 +842,10 @@ template <class T, class S, class Codec>
 std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_values, rank_env<T>& env) {
   const int me = env.control.rank(), p = env.control.size();
   const zcoll::collective_config config{
-      .error_bound = o.error_bound, .chunk_values = o.chunk_values, .threads = o.threads};
+      .error_bound = o.error_bound,
+      .chunk_values = o.chunk_values,
+      .threads = o.threads,
+      .pipeline_values = o.pipeline_values};
   const collective_op op = o.op;
   const bool reduction = is_reduction(op);
   std::vector<coll_row> rows;
@@ -998,8 +1006,9 @@ void print_table(const coll_options& o, const std::string& data, const std::stri
   fmt::print("# zcoll-bench coll: {}{}, schedule {}, codec {}\n", o.op_name,
              is_reduction(o.op) ? " (sum)" : (is_rooted(o.op) ? fmt::format(" (root {})", o.root) : ""), schedule_title(o),
              codec_title(o));
-  fmt::print("# transport {}, {} ranks; data {}, {}; {} codec thread(s) per rank, chunk {}\n", transport, ranks, data, o.type,
-             o.threads, o.chunk_values);
+  fmt::print("# transport {}, {} ranks; data {}, {}; {} codec thread(s) per rank, chunk {}, pipeline segment {}\n",
+             transport, ranks, data, o.type, o.threads, o.chunk_values,
+             o.pipeline_values == 0 ? std::string("off") : std::to_string(o.pipeline_values));
   fmt::print("# time: median of {} calls after 1 warm-up, each the slowest rank's, started after a barrier; "
              "busbw = algbw x {:.4g}\n",
              o.repeat, bus_factor(o.op, ranks));
@@ -1097,9 +1106,9 @@ void write_json(const coll_options& o, const std::string& data, const std::strin
   fmt::print(f,
              "{{\n  \"op\": \"{}\",\n  \"schedule\": \"{}\",\n  \"group_size\": {},\n  \"codec\": \"{}\",\n"
              "  \"bound\": \"{}\",\n  \"transport\": \"{}\",\n  \"ranks\": {},\n  \"type\": \"{}\",\n  \"data\": \"{}\",\n"
-             "  \"root\": {},\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"rows\": [\n",
+             "  \"root\": {},\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"pipeline_values\": {},\n  \"rows\": [\n",
              o.op_name, o.schedule, o.group_size, o.codec, o.codec == "identity" ? "-" : zcoll::to_string(o.error_bound),
-             transport, ranks, o.type, data, o.root, o.threads, o.repeat, o.chunk_values);
+             transport, ranks, o.type, data, o.root, o.threads, o.repeat, o.chunk_values, o.pipeline_values);
   const auto timing = [](const variant_timing& t) {
     if (std::isnan(t.time_us)) return std::string("null");
     return fmt::format("{{\"time_us\": {}, \"algbw_gb_per_s\": {}, \"busbw_gb_per_s\": {}}}", json_number(t.time_us),

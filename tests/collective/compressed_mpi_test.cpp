@@ -91,6 +91,14 @@ TEST_CASE("MPI: Compressed allreduce and reduce_scatter within the reported boun
     zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> rd{world(), {.error_bound = zcoll::absolute(eb)}};
     rd.allreduce(std::span<float>(data), zcoll::op::sum);
     require_within(data, want, rd.last_report().error_bound, "FZLight recursive-doubling allreduce n=" + std::to_string(n));
+
+    // Pipelined hops (segments of 100 values) give the same bits as one stream per hop.
+    const auto whole = data;
+    data = contribution(me, n);
+    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> piped{
+        world(), {.error_bound = zcoll::absolute(eb), .pipeline_values = 100}};
+    piped.allreduce(std::span<float>(data), zcoll::op::sum);
+    require_within(data, whole, 0.0, "FZLight recursive-doubling allreduce in segments of 100, n=" + std::to_string(n));
   }
   const std::size_t block = 999;
   const auto in = contribution(me, block * static_cast<std::size_t>(p));

@@ -177,14 +177,15 @@ TEST_CASE("Local: argument errors name the peer", "[transport][local]") {
 
 #include "zcoll/transport/throttled.hpp"
 
-TEST_CASE("Throttled: a send holds the link for latency + bytes / bandwidth, one message after another",
+TEST_CASE("Throttled: a send holds the link for latency + bytes / bandwidth, one message after another; the "
+          "receive completes when the link has delivered",
           "[transport][throttled]") {
   using zcoll::transport::Throttled;
   static_assert(zcoll::transport::byte_transport<Throttled<Local>>);
-  run_local(2, [](Local& t) {
+  const auto start = std::chrono::steady_clock::now();  // before either rank sends or receives
+  run_local(2, [&](Local& t) {
     Throttled link(t, {.latency_s = 0.002, .bandwidth_bytes_per_s = 100e6});  // 2 ms + 10 ms per MB
     std::vector<std::byte> block(1'000'000);
-    const auto start = std::chrono::steady_clock::now();
     if (t.rank() == 0) {
       auto a = link.isend_async(1, 0, block);
       auto b = link.isend_async(1, 0, block);
@@ -195,10 +196,14 @@ TEST_CASE("Throttled: a send holds the link for latency + bytes / bandwidth, one
       CHECK(first >= 0.012);
       CHECK(both >= 0.024);  // the second message waits for the first
     } else {
+      // A receive completes no earlier than the link delivers: the receiver cannot use the bytes sooner.
       std::vector<std::byte> in(block.size());
       for (int m = 0; m < 2; ++m) {
         auto r = link.irecv_async(0, 0, in);
         link.wait(r);
+        const double arrived = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        CHECK(arrived >= 0.012 * (m + 1));
+        CHECK(link.test(r));
       }
     }
   });

@@ -68,6 +68,11 @@ struct collective_config {
   /// The row length of a row-wise codec (Int8, Int4, Int2: one scale and bias per row); 0 for the
   /// others. Every block a call compresses must then be a whole number of rows (argument_error otherwise).
   std::size_t row_length = 0;
+  /// The segment length of the reduction hops' pipeline (PIPE-fZ-light, ZCCL §3.5.2): each hop compresses
+  /// its block segment by segment, sends each segment as soon as it is compressed, and between segments
+  /// polls the transport, decompressing and reducing the segments that have arrived; compression,
+  /// transfer and decompression of one hop overlap. 0 sends each hop as one stream.
+  std::size_t pipeline_values = std::size_t{1} << 18;
 };
 
 template <schedule::schedule S, codec Codec>
@@ -768,48 +773,157 @@ class Compressed {
     };
     for (int r = 0; r < rounds; ++r) {
       const schedule::step st = S::at(kind, p, me, r, 0);
-      if (!compress_now_) {  // raw: sizes known, no error to carry, sent from and reduced in place
+      if (compress_now_) {
+        pipelined_hop<T>(kind, r, hops, st, values, op, work);
+      } else {  // raw: sizes known, no error to carry, sent from and reduced in place
         raw_hop<T>(st, values, op, work);
-        continue;
-      }
-      hop_header out_header{}, in_header{};
-      slot sent{};
-      std::size_t raw = 0;
-      if (st.send.active()) {
-        const auto [lo, count] = values(st.send);
-        const feedback_key key = hop_key(kind, r, st.send.first_block, count);
-        sent = encode<T>(hops, std::span<const T>(work).subspan(lo, count), arena_, 0, key);
-        hop_error carried{};
-        for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) {
-          const auto& e = error_[static_cast<std::size_t>(b)];
-          carried = {std::max(carried.bound, e.bound), std::max(carried.compressions, e.compressions)};
-        }
-        carried = carried.after_compression(last_encode_bound_);
-        out_header = {sent.size, carried.bound, carried.compressions};
-        raw = count * sizeof(T);
-      }
-      exchange(st.send, std::as_bytes(std::span(&out_header, st.send.active() ? 1 : 0)), st.recv,
-               std::as_writable_bytes(std::span(&in_header, st.recv.active() ? 1 : 0)), size_tag, 0);
-      staging_.resize(static_cast<std::size_t>(in_header.size_bytes));
-      exchange(st.send, std::span<const std::byte>(arena_).first(sent.size), st.recv,
-               std::span<std::byte>(staging_).first(static_cast<std::size_t>(in_header.size_bytes)), data_tag, raw);
-      if (st.recv.active()) {
-        const auto [lo, count] = values(st.recv);
-        incoming_as<T>().resize(count);
-        decode<T>(hops, std::span<const std::byte>(staging_).first(static_cast<std::size_t>(in_header.size_bytes)),
-                  std::span<T>(incoming_as<T>()));
-        const auto start = clock::now();
-        T* target = work.data() + lo;
-        const T* incoming = incoming_as<T>().data();
-        const hop_error theirs{in_header.error_bound, in_header.compressions};
-        combine_into(target, incoming, count, st.recv.reduce, op);
-        for (int b = st.recv.first_block; b < st.recv.first_block + st.recv.block_count; ++b) {
-          auto& e = error_[static_cast<std::size_t>(b)];
-          e = st.recv.reduce ? e.template combined<Op>(theirs) : theirs;
-        }
-        report_.reduce_s += seconds_since(start);
       }
     }
+  }
+
+  /// One segment of a pipelined hop: the values [lo, lo + count) of `work`, and its message requests.
+  struct hop_segment {
+    std::size_t lo = 0, count = 0;
+    slot stream{};  // sending: where its stream is in the arena
+    transport::AnyTransport::request header, data;
+  };
+
+  /// The segments of the values [lo, lo + count): pipeline_values each (rounded up to whole rows of a
+  /// row-wise codec), the last shorter; at least one, so that an empty block still sends its header.
+  void split_segments(std::size_t lo, std::size_t count, std::vector<hop_segment>& segments) const {
+    std::size_t length = config_.pipeline_values == 0 ? std::max<std::size_t>(count, 1) : config_.pipeline_values;
+    if (config_.row_length > 0) length = (length + config_.row_length - 1) / config_.row_length * config_.row_length;
+    segments.clear();
+    for (std::size_t at = 0; at == 0 || at < count; at += length) {
+      hop_segment& segment = segments.emplace_back();
+      segment.lo = lo + at;
+      segment.count = std::min(length, count - at);
+    }
+  }
+
+  /// One compressed hop (PIPE-fZ-light): the receives of every segment's header are posted first; the
+  /// send side compresses segment after segment into the arena (sized up front, so that bytes in flight
+  /// never move) and sends each segment's header (its stream size, and the bound and compression count
+  /// its values carry) and bytes at once; between segments the receive side takes what has arrived,
+  /// decompressing and reducing each segment into `work` as soon as no unsent value is in its range
+  /// (recursive doubling sends and receives the same range). The blocks received get the largest
+  /// error any of their segments carried.
+  template <floating_value T, class Values, class Op>
+  void pipelined_hop(op_kind kind, int round, const Codec& hops, const schedule::step& st, Values values, Op op,
+                     std::span<T> work) {
+    std::vector<hop_segment>& out = out_segments_;
+    std::vector<hop_segment>& in = in_segments_;
+    out.clear();
+    in.clear();
+    if (st.recv.active()) {
+      const auto [lo, count] = values(st.recv);
+      split_segments(lo, count, in);
+    }
+    in_headers_.assign(in.size(), hop_header{});
+    in_bytes_.resize(std::max(in_bytes_.size(), in.size()));
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      in[k].header = transport_.irecv_async(st.recv.peer, size_tag, std::as_writable_bytes(std::span(&in_headers_[k], 1)));
+    }
+    std::size_t unsent_lo = 0, unsent_hi = 0;  // the values not yet compressed
+    hop_error carried{};
+    if (st.send.active()) {
+      const auto [lo, count] = values(st.send);
+      split_segments(lo, count, out);
+      std::size_t arena = 0;
+      for (auto& segment : out) {
+        segment.stream.offset = arena;
+        arena += hops.template max_compressed_size<T>(segment.count);
+      }
+      arena_.resize(std::max(arena_.size(), arena));
+      out_headers_.assign(out.size(), hop_header{});
+      for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) {
+        const auto& e = error_[static_cast<std::size_t>(b)];
+        carried = {std::max(carried.bound, e.bound), std::max(carried.compressions, e.compressions)};
+      }
+      std::tie(unsent_lo, unsent_hi) = std::pair{lo, lo + count};
+    }
+    hop_error received{};
+    std::size_t headers_in = 0, segments_in = 0;  // segments whose header, and whose values, have arrived
+    // Takes what has arrived: headers post the receives of their bytes; bytes are decoded and reduced in
+    // order, once no unsent value is in their range. Blocking: until every segment is in.
+    const auto take_arrivals = [&](bool blocking) {
+      const auto start = clock::now();
+      double busy = 0.0;  // decoding and reducing, counted apart from communication
+      while (segments_in < in.size()) {
+        while (headers_in < in.size() && transport_.test(in[headers_in].header)) {
+          post_segment_receive<T>(st.recv.peer, in, headers_in++);
+        }
+        hop_segment& next = in[segments_in];
+        const bool overlaps_unsent = next.lo < unsent_hi && unsent_lo < next.lo + next.count;
+        const bool ready = segments_in < headers_in && !overlaps_unsent &&
+                           (blocking ? (transport_.wait(next.data), true) : transport_.test(next.data));
+        if (ready) {
+          const auto work_start = clock::now();
+          const hop_header& h = in_headers_[segments_in];
+          received = {std::max(received.bound, h.error_bound), std::max(received.compressions, h.compressions)};
+          reduce_segment<T>(hops, std::span<const std::byte>(in_bytes_[segments_in]).first(h.size_bytes), next,
+                            st.recv.reduce, op, work);
+          ++segments_in;
+          busy += seconds_since(work_start);
+        } else if (!blocking) {
+          break;
+        } else if (segments_in == headers_in) {
+          transport_.wait(in[headers_in].header);
+          post_segment_receive<T>(st.recv.peer, in, headers_in++);
+        }
+      }
+      report_.communicate_s += seconds_since(start) - busy;
+    };
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      hop_segment& segment = out[k];
+      const feedback_key key = segment_key(hop_key(kind, round, st.send.first_block, values(st.send).second), k);
+      const auto values_of = std::span<const T>(work).subspan(segment.lo, segment.count);
+      segment.stream = encode<T>(hops, values_of, arena_, segment.stream.offset, key);
+      const hop_error sent_error = carried.after_compression(last_encode_bound_);
+      out_headers_[k] = {segment.stream.size, sent_error.bound, sent_error.compressions};
+      unsent_lo = segment.lo + segment.count;
+      const auto start = clock::now();
+      segment.header = transport_.isend_async(st.send.peer, size_tag, std::as_bytes(std::span(&out_headers_[k], 1)));
+      segment.data = transport_.isend_async(
+          st.send.peer, data_tag, std::span<const std::byte>(arena_).subspan(segment.stream.offset, segment.stream.size));
+      report_.bytes_sent += sizeof(hop_header) + segment.stream.size;
+      report_.raw_bytes_sent += segment.count * sizeof(T);
+      report_.communicate_s += seconds_since(start);
+      take_arrivals(false);
+    }
+    unsent_lo = unsent_hi = 0;
+    take_arrivals(true);
+    const auto start = clock::now();
+    for (auto& segment : out) {
+      transport_.wait(segment.header);
+      transport_.wait(segment.data);
+    }
+    report_.communicate_s += seconds_since(start);
+    for (int b = st.recv.first_block; st.recv.active() && b < st.recv.first_block + st.recv.block_count; ++b) {
+      auto& e = error_[static_cast<std::size_t>(b)];
+      e = st.recv.reduce ? e.template combined<Op>(received) : received;
+    }
+  }
+
+  /// A segment's header has arrived: checks the size it announces and posts the receive of its bytes.
+  template <floating_value T>
+  void post_segment_receive(int peer, std::vector<hop_segment>& in, std::size_t k) {
+    const std::uint64_t bytes = in_headers_[k].size_bytes;
+    check_peer_size<T>(bytes, in[k].count, peer);
+    in_bytes_[k].resize(static_cast<std::size_t>(bytes));
+    in[k].data = transport_.irecv_async(peer, data_tag, std::span<std::byte>(in_bytes_[k]));
+  }
+
+  /// Decodes one received segment and reduces it into (or, for a fold-out, copies it to) its values.
+  template <floating_value T, class Op>
+  void reduce_segment(const Codec& hops, std::span<const std::byte> bytes, const hop_segment& segment, bool reduce,
+                      Op op, std::span<T> work) {
+    auto& incoming = incoming_as<T>();
+    incoming.resize(segment.count);
+    decode<T>(hops, bytes, std::span<T>(incoming));
+    const auto start = clock::now();
+    combine_into(work.data() + segment.lo, incoming.data(), segment.count, reduce, op);
+    report_.reduce_s += seconds_since(start);
   }
 
   /// target = op(target, incoming) element-wise, or a copy of incoming when the schedule replaces.
@@ -863,6 +977,12 @@ class Compressed {
            (static_cast<feedback_key>(first_block) << 32) ^ static_cast<feedback_key>(count);
   }
 
+  /// The residual of segment k of a hop: segment 0 keeps the hop's own key (one stream per hop when
+  /// pipelining is off); the others are spread by a multiplicative hash.
+  static feedback_key segment_key(feedback_key hop, std::size_t k) {
+    return hop ^ (static_cast<feedback_key>(k) * 0x9E3779B97F4A7C15ull);
+  }
+
   /// The bound of one hop's compression, from the stream it wrote: its header's (the codec's bound on
   /// what it compressed). With error feedback the codec compressed x + e, where e is the previous call's
   /// error at this hop, bounded by that call's header: |x - decoded| <= both bounds added.
@@ -912,6 +1032,9 @@ class Compressed {
   bool reduction_ = false;  // the call reduces (the bound comes from error_), or only moves data
   std::vector<hop_error> error_;  // per block, during a reduction
   std::vector<std::byte> arena_, staging_;
+  std::vector<hop_segment> out_segments_, in_segments_;  // a pipelined hop's segments, kept between calls
+  std::vector<hop_header> out_headers_, in_headers_;      // their headers (stable while in flight)
+  std::vector<std::vector<std::byte>> in_bytes_;          // each received segment's stream
   /// Where each block of a data-movement call is: in the arena, in the caller's buffers, or staged.
   struct block_location {
     const std::byte* data = nullptr;
