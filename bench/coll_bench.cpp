@@ -225,9 +225,11 @@ struct schedule_entry {
   bool (*serves)(collective_op);
 };
 
-constexpr std::array<schedule_entry, 5> schedule_table = {{{"ring", &serves<zcoll::Ring>},
+constexpr std::array<schedule_entry, 7> schedule_table = {{{"ring", &serves<zcoll::Ring>},
                                                            {"recursive_doubling", &serves<zcoll::RecursiveDoubling>},
                                                            {"binomial_tree", &serves<zcoll::BinomialTree>},
+                                                           {"scatter_allgather", &serves<zcoll::ScatterAllgather>},
+                                                           {"chain", &serves<zcoll::Chain<>>},
                                                            {"pairwise", &serves<zcoll::Pairwise>},
                                                            {"hierarchical", &serves<Hierarchical<8>>}}};
 
@@ -272,9 +274,10 @@ collective:
   --op NAME             allreduce (sum) | reduce_scatter (sum) | allgather | bcast | scatter | gather | alltoall
                         | alltoallv (blocks of varying lengths, see below)
   --schedule NAME       ring (allgather, reduce_scatter, allreduce) | recursive_doubling (allreduce,
-                        allgather) | binomial_tree (bcast, scatter, gather) | pairwise (alltoall,
-                        alltoallv) | hierarchical (allreduce; binomial tree in groups, recursive doubling
-                        across)
+                        allgather) | binomial_tree (bcast, scatter, gather) | scatter_allgather (bcast of
+                        large messages) | chain (bcast of large messages on few ranks: 32 segments
+                        pipelined down a chain) | pairwise (alltoall, alltoallv) | hierarchical
+                        (allreduce; binomial tree in groups, recursive doubling across)
   --group-size 2|4|8    ranks per group of the hierarchical schedule (default 8)
   --root R              root of bcast, scatter and gather (default 0)
 codec:
@@ -406,8 +409,8 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
   const auto schedule = std::find_if(schedule_table.begin(), schedule_table.end(),
                                      [&](const schedule_entry& e) { return o.schedule == e.name; });
   if (schedule == schedule_table.end()) {
-    usage_error(fmt::format("--schedule: unknown schedule '{}' (ring, recursive_doubling, binomial_tree, pairwise, "
-                            "hierarchical)",
+    usage_error(fmt::format("--schedule: unknown schedule '{}' (ring, recursive_doubling, binomial_tree, "
+                            "scatter_allgather, chain, pairwise, hierarchical)",
                             o.schedule));
   }
   if (!schedule->serves(o.op)) {
@@ -977,6 +980,8 @@ std::vector<coll_row> run_schedule(const coll_options& o, std::span<const T> fil
   if (o.schedule == "ring") return run_codec<T, zcoll::Ring>(o, file_values, env);
   if (o.schedule == "recursive_doubling") return run_codec<T, zcoll::RecursiveDoubling>(o, file_values, env);
   if (o.schedule == "binomial_tree") return run_codec<T, zcoll::BinomialTree>(o, file_values, env);
+  if (o.schedule == "scatter_allgather") return run_codec<T, zcoll::ScatterAllgather>(o, file_values, env);
+  if (o.schedule == "chain") return run_codec<T, zcoll::Chain<>>(o, file_values, env);
   if (o.schedule == "pairwise") return run_codec<T, zcoll::Pairwise>(o, file_values, env);
   if (o.group_size == 2) return run_codec<T, Hierarchical<2>>(o, file_values, env);
   if (o.group_size == 4) return run_codec<T, Hierarchical<4>>(o, file_values, env);

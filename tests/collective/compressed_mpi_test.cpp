@@ -122,6 +122,18 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
     auto data = me == root ? root_data : std::vector<float>(n, 0.0f);
     tree.bcast(std::span<float>(data), root);
     require_within(data, root_data, me == root ? 0.0 : eb, "bcast root " + std::to_string(root));
+    data = me == root ? root_data : std::vector<float>(n, 0.0f);
+    zcoll::Compressed<zcoll::ScatterAllgather, zcoll::FZLight> pieces{world(), {.error_bound = zcoll::absolute(eb)}};
+    pieces.bcast(std::span<float>(data), root);
+    require_within(data, root_data, me == root ? 0.0 : eb, "scatter-allgather bcast root " + std::to_string(root));
+    data = me == root ? root_data : std::vector<float>(n, 0.0f);
+    zcoll::Compressed<zcoll::ScatterAllgather, zcoll::Identity> plain_pieces{world()};
+    plain_pieces.bcast(std::span<float>(data), root);
+    require_within(data, root_data, 0.0, "uncompressed scatter-allgather bcast root " + std::to_string(root));
+    data = me == root ? root_data : std::vector<float>(n, 0.0f);
+    zcoll::Compressed<zcoll::Chain<8>, zcoll::FZLight> chain{world(), {.error_bound = zcoll::absolute(eb)}};
+    chain.bcast(std::span<float>(data), root);
+    require_within(data, root_data, me == root ? 0.0 : eb, "chain bcast root " + std::to_string(root));
 
     std::vector<float> all;
     for (int r = 0; r < p; ++r) {

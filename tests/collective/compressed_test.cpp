@@ -303,6 +303,48 @@ TEST_CASE("Compressed bcast, scatter and gather over BinomialTree, every root", 
   }
 }
 
+namespace {
+
+/// bcast over a schedule that cuts the buffer into pieces: every element within eb (exact uncompressed),
+/// and the root's link carries at most `root_buffers` buffers' worth of raw bytes.
+template <class Schedule>
+void check_pieces_bcast(double root_buffers) {
+  for (int p : rank_counts) {
+    for (int root = 0; root < p; root += (p > 4 ? 3 : 1)) {
+      for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{5}, std::size_t{4099}}) {
+        run_local(p, [&](Local& t) {
+          const std::string where = std::string(" ") + Schedule::name + " p=" + std::to_string(p) +
+                                    " root=" + std::to_string(root) + " n=" + std::to_string(n);
+          const auto root_data = contribution<float>(root, n);
+          auto data = t.rank() == root ? root_data : std::vector<float>(n, -1.0f);
+          zcoll::Compressed<Schedule, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+          coll.bcast(std::span<float>(data), root);
+          require_within<float>(data, root_data, t.rank() == root ? 0.0 : eb, "bcast" + where);
+          REQUIRE(coll.last_report().error_bound <= eb);
+          data = t.rank() == root ? root_data : std::vector<float>(n, -1.0f);
+          zcoll::Compressed<Schedule, zcoll::Identity> plain{t};
+          plain.bcast(std::span<float>(data), root);
+          require_equal<float>(data, root_data, "uncompressed bcast" + where);
+          if (t.rank() == root) {
+            INFO(where);
+            REQUIRE(static_cast<double>(plain.last_report().bytes_sent) <= root_buffers * n * sizeof(float));
+          }
+        });
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Compressed bcast over ScatterAllgather and Chain: pieces compressed once, every element within eb, "
+          "every root",
+          "[collective][rooted]") {
+  check_pieces_bcast<zcoll::ScatterAllgather>(2.0);  // the tree's root sends ceil(log2 p) whole buffers
+  check_pieces_bcast<zcoll::Chain<4>>(1.0);          // a chain's root sends the buffer once
+  check_pieces_bcast<zcoll::Chain<32>>(1.0);         // more segments than values for small n
+}
+
 TEST_CASE("Compressed alltoall over Pairwise", "[collective][alltoall]") {
   for (int p : rank_counts) {
     run_local(p, [&](Local& t) {

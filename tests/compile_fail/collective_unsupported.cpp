@@ -16,9 +16,14 @@ void use(zcoll::transport::Local& t) {
 #elif ZCOLL_COMPILE_FAIL_CASE == 2
   zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t};
   coll.bcast(std::span<float>(data), 0);
+#elif ZCOLL_COMPILE_FAIL_CASE == 3
+  zcoll::Compressed<zcoll::ScatterAllgather, zcoll::FZLight> coll{t};  // bcast only
+  coll.scatter(std::span<const float>(all), std::span<float>(data), 0);
 #else
   zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t};
   coll.allgather(std::span<const float>(data), std::span<float>(all));
   coll.allreduce(std::span<float>(data), zcoll::op::sum);
+  zcoll::Compressed<zcoll::ScatterAllgather, zcoll::FZLight> pieces{t};
+  pieces.bcast(std::span<float>(data), 0);
 #endif
 }

@@ -2,7 +2,8 @@
 /// A data-free simulator of schedules (include/zcoll/schedule/): runs every round of every rank, checks
 /// that the messages match and stay in range, and follows what each block holds as the multiset of the
 /// ranks (or, for alltoall, the (source, destination) items) that contributed to it, so that a block lost,
-/// sent before it arrived or reduced in twice is a failure with a sentence saying where.
+/// sent before it arrived, reduced in twice or moved to a rank twice is a failure with a sentence saying
+/// where.
 ///
 ///     const auto result = zcoll_test::simulate<zcoll::Ring>(collective_op::allgather, 7);
 ///     INFO(result.failure);
@@ -54,6 +55,14 @@ inline constexpr bool is_rooted(collective_op op) {
          op == collective_op::gather;
 }
 
+/// Data movement: every block reaches every rank that needs it exactly once — a second receive of a
+/// block is a failure (a reduction's fold-out replaces a partial by design; recursive doubling's
+/// allgather fold-out also returns the folded rank its own block, which it holds from the start).
+inline constexpr bool moves_data(collective_op op) {
+  return op == collective_op::allgather || op == collective_op::bcast || op == collective_op::scatter ||
+         op == collective_op::gather || op == collective_op::alltoall;
+}
+
 /// The outcome of one simulation: empty `failure` when every check passed.
 struct simulation {
   std::string failure;
@@ -69,6 +78,7 @@ namespace detail {
 struct block_state {
   bool held = false;
   std::vector<int> contributions;
+  bool received = false;  // arrived in a message (not held from the start)
 };
 
 inline bool overlaps(const zcoll::schedule::exchange& a, const zcoll::schedule::exchange& b) {
@@ -116,7 +126,7 @@ simulation simulate(collective_op op, int ranks, int root = 0) {
     result.failure = out.str();
   };
 
-  const int blocks = zcoll::schedule::block_count(op, ranks);
+  const int blocks = zcoll::schedule::blocks_of<S>(op, ranks);
   const bool alltoall = op == collective_op::alltoall;
   // held[rank][block]: the rank's blocks; for alltoall the receive buffer, `outbox` the send buffer.
   std::vector<std::vector<block_state>> held(ranks, std::vector<block_state>(blocks));
@@ -131,7 +141,8 @@ simulation simulate(collective_op op, int ranks, int root = 0) {
       case collective_op::allreduce:
       case collective_op::reduce: held[i][0] = {true, {i}}; break;
       case collective_op::bcast:
-        if (i == root) held[i][0] = {true, {root}};
+        if (i == root)
+          for (int b = 0; b < blocks; ++b) held[i][b] = {true, {root}};
         break;
       case collective_op::scatter:
         if (i == root)
@@ -214,8 +225,11 @@ simulation simulate(collective_op op, int ranks, int root = 0) {
       for (int k = 0; k < e.block_count; ++k) {
         block_state& target = held[i][e.first_block + k];
         const block_state& incoming = in_flight[e.peer][k];
-        if (!e.reduce) {
+        if (!e.reduce && target.received && moves_data(op)) {
+          fail(r, i, "receives block " + std::to_string(e.first_block + k) + " a second time");
+        } else if (!e.reduce) {
           target = incoming;
+          target.received = true;
         } else if (!target.held) {
           fail(r, i, "reduces into block " + std::to_string(e.first_block + k) + ", which it does not hold");
         } else {
@@ -248,7 +262,8 @@ simulation simulate(collective_op op, int ranks, int root = 0) {
       for (int i = 0; i < ranks; ++i) expect(i, 0, everyone);
       break;
     case collective_op::bcast:
-      for (int i = 0; i < ranks; ++i) expect(i, 0, {root});
+      for (int i = 0; i < ranks; ++i)
+        for (int b = 0; b < blocks; ++b) expect(i, b, {root});
       break;
     case collective_op::reduce: expect(root, 0, everyone); break;
     case collective_op::scatter:
@@ -272,7 +287,7 @@ simulation simulate(collective_op op, int ranks, int root = 0) {
 /// sender names a block by its destination, the receiver by its source), in every round of every rank.
 template <zcoll::schedule::schedule S>
 constexpr bool messages_match(collective_op op, int ranks, int root = 0) {
-  const int blocks = zcoll::schedule::block_count(op, ranks);
+  const int blocks = zcoll::schedule::blocks_of<S>(op, ranks);
   const bool alltoall = op == collective_op::alltoall;
   const auto in_range = [&](const zcoll::schedule::exchange& e, int self) {
     return !e.active() || (e.peer < ranks && e.peer != self && e.block_count >= 1 && e.first_block >= 0 &&

@@ -108,10 +108,20 @@ class Compressed {
   /// Every rank's `data` becomes root's.
   template <floating_value T>
   void bcast(std::span<T> data, int root, std::span<const T> reference = {}) {
-    static_assert(S::supports(op_kind::bcast), "Compressed::bcast: this schedule has no bcast; use zcoll::BinomialTree");
+    static_assert(S::supports(op_kind::bcast),
+                  "Compressed::bcast: this schedule has no bcast; use zcoll::BinomialTree or zcoll::ScatterAllgather");
     check_root("bcast", root);
     begin("bcast", rank() == root ? data.size_bytes() : 0, data.size_bytes());
-    move_blocks<T>(codec_, op_kind::bcast, root, [&](int) { return data; }, [&](int) { return rank() == root; });
+    // One block (the tree), or pieces (scatter + allgather): block b is the b-th of `blocks` pieces.
+    const auto blocks = static_cast<std::size_t>(schedule::blocks_of<S>(op_kind::bcast, size()));
+    const std::size_t n = data.size();
+    move_blocks<T>(
+        codec_, op_kind::bcast, root,
+        [&](int b) {
+          const auto lo = n * static_cast<std::size_t>(b) / blocks, hi = n * (static_cast<std::size_t>(b) + 1) / blocks;
+          return data.subspan(lo, hi - lo);
+        },
+        [&](int) { return rank() == root; });
     finish<T>(data, reference);
   }
 
@@ -546,7 +556,7 @@ class Compressed {
   void move_blocks_const(const C& codec, op_kind op, int root, Sources source, Destinations destination, Held held,
                          std::size_t values_per_block, bool destinations_sized_by_source = false) {
     const int p = size(), me = rank();
-    const int blocks = schedule::block_count(op, p);
+    const int blocks = schedule::blocks_of<S>(op, p);
     const int rounds = S::rounds(op, p);
     const auto values_of = [&](int b) {
       if (values_per_block > 0) return values_per_block;
@@ -765,7 +775,7 @@ class Compressed {
   void reduce_blocks(op_kind kind, const Codec& hops, Op op, Range range, std::span<T> work) {
     const int p = size(), me = rank();
     const int rounds = S::rounds(kind, p);
-    error_.assign(static_cast<std::size_t>(schedule::block_count(kind, p)), hop_error{});
+    error_.assign(static_cast<std::size_t>(schedule::blocks_of<S>(kind, p)), hop_error{});
     const auto values = [&](const schedule::exchange& e) {
       const auto [lo, first_count] = range(e.first_block);
       const auto [last_lo, last_count] = range(e.first_block + e.block_count - 1);

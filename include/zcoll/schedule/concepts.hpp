@@ -31,7 +31,7 @@ struct step {
   friend constexpr bool operator==(const step&, const step&) = default;
 };
 
-/// How many blocks an operation works on, for `ranks` ranks:
+/// How many blocks an operation works on, for `ranks` ranks (a schedule may cut differently: blocks_of):
 /// - allgather: `ranks` blocks, block b is rank b's contribution; at the end every rank has every block.
 /// - reduce_scatter: `ranks` blocks, every rank starts with a partial of each; at the end rank b holds
 ///   block b reduced over all ranks.
@@ -52,7 +52,8 @@ constexpr int block_count(collective_op op, int ranks) {
 }
 
 /// A schedule: S::supports(op), S::rounds(op, ranks) and S::at(op, ranks, rank, round, root), all
-/// constexpr. For every ranks >= 1, every send of round r is matched by the receive of its peer in
+/// constexpr, and optionally S::blocks(op, ranks) where it cuts an operation into other blocks than
+/// block_count says (blocks_of). For every ranks >= 1, every send of round r is matched by the receive of its peer in
 /// round r with the same blocks (for alltoall, the same block_count: the sender names a block by its
 /// destination and the receiver by its source, as block_count says, so the indices differ).
 template <class S>
@@ -62,5 +63,16 @@ concept schedule = requires(collective_op op, int n) {
   { S::rounds(op, n) } -> std::same_as<int>;
   { S::at(op, n, n, n, n) } -> std::same_as<step>;
 };
+
+/// The blocks S cuts `op` into: S::blocks(op, ranks) where the schedule defines it (ScatterAllgather cuts
+/// a bcast into one block per rank), block_count(op, ranks) otherwise.
+template <schedule S>
+constexpr int blocks_of(collective_op op, int ranks) {
+  if constexpr (requires { S::blocks(op, ranks); }) {
+    return S::blocks(op, ranks);
+  } else {
+    return block_count(op, ranks);
+  }
+}
 
 }  // namespace zcoll::schedule
