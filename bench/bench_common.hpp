@@ -22,6 +22,17 @@ inline std::vector<std::string> split(std::string_view text, char separator) {
   return parts;
 }
 
+/// A CSV field: quoted (RFC 4180) when it holds a comma, a quote or a line break.
+inline std::string csv_field(std::string_view text) {
+  if (text.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(text);
+  std::string quoted = "\"";
+  for (const char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + '"';
+}
+
 /// The whole of `text` as a number; std::invalid_argument naming `option` otherwise.
 inline double parse_number(const std::string& text, const char* option) {
   std::size_t used = 0;

@@ -25,6 +25,8 @@
 
 #include "coll_bench.hpp"
 #include "bench_common.hpp"
+#include "collective_model.hpp"
+#include "collective_names.hpp"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -72,11 +74,6 @@ using zcoll::schedule::collective_op;
 
 constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
 
-/// The hierarchical schedule's two levels: a tree inside groups of G consecutive ranks, recursive
-/// doubling among the group leaders.
-template <int GroupSize>
-using Hierarchical = zcoll::Hierarchical<zcoll::BinomialTree, zcoll::RecursiveDoubling, GroupSize>;
-
 struct coll_options {
   std::string transport;   // "mpi" or "local"
   int local_ranks = 0;     // for "local"
@@ -96,6 +93,8 @@ struct coll_options {
   unsigned threads = 1;
   std::uint32_t chunk_values = zcoll::collective_config{}.chunk_values;
   std::size_t pipeline_values = zcoll::collective_config{}.pipeline_values;
+  /// The link the model columns assume: --model-link, or --link's under local:N; none, no model.
+  std::optional<zcoll::schedule::link_cost> model_link;
   int root = 0;
   std::string csv;
   std::string json;
@@ -130,6 +129,11 @@ struct coll_row {
   double communicate_s = 0.0;
   double decompress_s = 0.0;
   double reduce_s = 0.0;
+  // The model (collective_model.hpp) for the configured link: the wire time of the best algorithm, the
+  // uncompressed schedule, the compressed one at this row's ratio and one core's codec speed.
+  model_times model{};
+  bool modelled = false;
+  codec_speed one_core{};
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -137,6 +141,16 @@ struct coll_row {
 }
 
 
+
+/// GBIT[,US]: a link of GBIT Gbit/s and US microseconds a message.
+zcoll::schedule::link_cost parse_link(const std::string& value, const char* option) {
+  const auto parts = split(value, ',');
+  if (parts.empty() || parts.size() > 2) usage_error(fmt::format("{}: '{}' is not GBIT or GBIT,US", option, value));
+  const double gbit = parse_number(parts[0], option);
+  const double us = parts.size() == 2 ? parse_number(parts[1], option) : 0.0;
+  if (!(gbit > 0.0) || !(us >= 0.0)) usage_error(fmt::format("{}: {} Gbit/s must be > 0 and {} us >= 0", option, gbit, us));
+  return {.latency_s = us * 1e-6, .bytes_per_s = gbit * 1e9 / 8};
+}
 
 /// A whole number in [low, high].
 long long parse_integer(const std::string& text, const char* option, long long low, long long high) {
@@ -195,44 +209,6 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
   return sizes;
 }
 
-/// alltoallv is no schedule operation of its own: it runs the alltoall schedule with variable blocks.
-struct op_entry {
-  const char* name;
-  collective_op op;
-  bool variable_blocks = false;
-};
-
-constexpr std::array<op_entry, 8> op_table = {{{"allreduce", collective_op::allreduce},
-                                               {"reduce_scatter", collective_op::reduce_scatter},
-                                               {"allgather", collective_op::allgather},
-                                               {"bcast", collective_op::bcast},
-                                               {"scatter", collective_op::scatter},
-                                               {"gather", collective_op::gather},
-                                               {"alltoall", collective_op::alltoall},
-                                               {"alltoallv", collective_op::alltoall, true}}};
-
-/// Whether Compressed<S, ...> has the operation: allreduce also from reduce_scatter + allgather.
-template <class S>
-constexpr bool serves(collective_op op) {
-  if (op == collective_op::allreduce) {
-    return S::supports(op) || (S::supports(collective_op::reduce_scatter) && S::supports(collective_op::allgather));
-  }
-  return S::supports(op);
-}
-
-struct schedule_entry {
-  const char* name;
-  bool (*serves)(collective_op);
-};
-
-constexpr std::array<schedule_entry, 7> schedule_table = {{{"ring", &serves<zcoll::Ring>},
-                                                           {"recursive_doubling", &serves<zcoll::RecursiveDoubling>},
-                                                           {"binomial_tree", &serves<zcoll::BinomialTree>},
-                                                           {"scatter_allgather", &serves<zcoll::ScatterAllgather>},
-                                                           {"chain", &serves<zcoll::Chain<>>},
-                                                           {"pairwise", &serves<zcoll::Pairwise>},
-                                                           {"hierarchical", &serves<Hierarchical<8>>}}};
-
 bool is_reduction(collective_op op) { return op == collective_op::allreduce || op == collective_op::reduce_scatter; }
 
 /// Operations whose large buffer is cut into one block per rank.
@@ -285,6 +261,10 @@ codec:
   --abs E | --rel R     one error bound, absolute or relative to the value range (default --rel 1e-4)
   --chunk N             values per codec chunk (multiple of 32, default 4096)
   --threads N           codec threads per rank (default 1)
+  --model-link GBIT[,US]  add the performance model's times for a link of GBIT Gbit/s (US µs per
+                        message) to every row: the wire time of the best algorithm (the native
+                        reference), the uncompressed and the compressed schedule (codec speed measured
+                        on one core, rank 0's input, in the run); --link implies it
   --pipeline N          values per segment of a reduction hop (PIPE-fZ-light: compression, transfer and
                         decompression of a hop overlap); 0 sends each hop as one stream (default 262144)
 sizes and data:
@@ -339,12 +319,9 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
         usage_error(fmt::format("--transport: '{}' is neither 'mpi' nor 'local:N'", value));
       }
     } else if (flag == "--link") {
-      const auto parts = split(value, ',');
-      if (parts.empty() || parts.size() > 2) usage_error(fmt::format("--link: '{}' is not GBIT or GBIT,US", value));
-      const double gbit = parse_number(parts[0], "--link GBIT");
-      const double us = parts.size() == 2 ? parse_number(parts[1], "--link US") : 0.0;
-      if (!(gbit > 0.0) || !(us >= 0.0)) usage_error(fmt::format("--link: {} Gbit/s must be > 0 and {} us >= 0", gbit, us));
-      o.link = zcoll::transport::link_model{.latency_s = us * 1e-6, .bandwidth_bytes_per_s = gbit * 1e9 / 8};
+      const zcoll::schedule::link_cost link = parse_link(value, "--link");
+      o.link = zcoll::transport::link_model{.latency_s = link.latency_s, .bandwidth_bytes_per_s = link.bytes_per_s};
+      if (!o.model_link) o.model_link = link;
     } else if (flag == "--op") {
       const auto entry = std::find_if(op_table.begin(), op_table.end(), [&](const op_entry& e) { return value == e.name; });
       if (entry == op_table.end()) {
@@ -379,6 +356,8 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
       if (o.chunk_values % 32 != 0) usage_error(fmt::format("--chunk: {} is not a multiple of 32", value));
     } else if (flag == "--threads") {
       o.threads = static_cast<unsigned>(parse_integer(value, "--threads", 1, 1024));
+    } else if (flag == "--model-link") {
+      o.model_link = parse_link(value, "--model-link");
     } else if (flag == "--pipeline") {
       o.pipeline_values = static_cast<std::size_t>(parse_integer(value, "--pipeline", 0, std::int64_t{1} << 40));
     } else if (flag == "--sizes") {
@@ -840,6 +819,37 @@ coll_row combine(control_channel& control, const coll_options& o, std::size_t co
   return row;
 }
 
+/// Compression and decompression speed of the codec on one core: rank 0 times its `input` (median of
+/// `repeat`) while the other ranks wait at a barrier, so no other rank competes for the cores.
+template <class T, class Codec>
+codec_speed measure_codec_speed(control_channel& control, const zcoll::collective_config& config,
+                                std::span<const T> input, unsigned repeat) {
+  codec_speed speed;
+  control.barrier();
+  if (control.rank() == 0 && !input.empty()) {
+    const Codec codec{zcoll::codec_config{
+        .error_bound = config.error_bound, .chunk_values = config.chunk_values, .fill_value = config.fill_value}};
+    std::vector<std::byte> stream(codec.template max_compressed_size<T>(input.size()));
+    std::vector<T> restored(input.size());
+    std::size_t written = 0;
+    std::vector<double> compress_s, decompress_s;
+    for (unsigned i = 0; i < std::max(repeat, 1u); ++i) {
+      auto start = std::chrono::steady_clock::now();
+      written = codec.compress(zcoll::exec::Host{}, input, std::span<std::byte>(stream)).size();
+      compress_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      start = std::chrono::steady_clock::now();
+      codec.decompress(zcoll::exec::Host{}, std::span<const std::byte>(stream).first(written), std::span<T>(restored));
+      decompress_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    const double bytes = static_cast<double>(input.size_bytes());
+    speed = {.ratio = bytes / static_cast<double>(written),
+             .compress_bytes_per_s = bytes / median(compress_s),
+             .decompress_bytes_per_s = bytes / median(decompress_s)};
+  }
+  control.barrier();
+  return speed;
+}
+
 /// Every size, for one schedule and codec, on this rank; the rows on rank 0 (empty elsewhere).
 template <class T, class S, class Codec>
 std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_values, rank_env<T>& env) {
@@ -963,7 +973,24 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       numbers.compressed_error = error_of(out);
       numbers.report = packed.last_report();
     }
-    rows.push_back(combine(env.control, o, g.count, sizeof(T), numbers));
+    coll_row row = combine(env.control, o, g.count, sizeof(T), numbers);
+    if (o.model_link) {
+      // One core's codec speed on rank 0's input while the others wait: what the model assumes.
+      std::optional<codec_speed> speed;
+      if constexpr (!std::is_same_v<Codec, zcoll::Identity>) {
+        speed = measure_codec_speed<T, Codec>(env.control, config, in, o.repeat);
+      }
+      if (me == 0) {
+        if (speed) {
+          speed->ratio = row.ratio;
+          row.one_core = *speed;
+        }
+        row.model = predict<S>(op, p, static_cast<double>(row.size_bytes), *o.model_link, speed,
+                               static_cast<double>(o.pipeline_values * sizeof(T)));
+        row.modelled = true;
+      }
+    }
+    rows.push_back(row);
   }
   if (me != 0) rows.clear();
   return rows;
@@ -977,15 +1004,9 @@ std::vector<coll_row> run_codec(const coll_options& o, std::span<const T> file_v
 
 template <class T>
 std::vector<coll_row> run_schedule(const coll_options& o, std::span<const T> file_values, rank_env<T>& env) {
-  if (o.schedule == "ring") return run_codec<T, zcoll::Ring>(o, file_values, env);
-  if (o.schedule == "recursive_doubling") return run_codec<T, zcoll::RecursiveDoubling>(o, file_values, env);
-  if (o.schedule == "binomial_tree") return run_codec<T, zcoll::BinomialTree>(o, file_values, env);
-  if (o.schedule == "scatter_allgather") return run_codec<T, zcoll::ScatterAllgather>(o, file_values, env);
-  if (o.schedule == "chain") return run_codec<T, zcoll::Chain<>>(o, file_values, env);
-  if (o.schedule == "pairwise") return run_codec<T, zcoll::Pairwise>(o, file_values, env);
-  if (o.group_size == 2) return run_codec<T, Hierarchical<2>>(o, file_values, env);
-  if (o.group_size == 4) return run_codec<T, Hierarchical<4>>(o, file_values, env);
-  return run_codec<T, Hierarchical<8>>(o, file_values, env);
+  return with_schedule(o.schedule, o.group_size, [&](auto tag) {
+    return run_codec<T, typename decltype(tag)::type>(o, file_values, env);
+  });
 }
 
 // ---- output --------------------------------------------------------------------------------------------
@@ -1004,6 +1025,34 @@ std::string codec_title(const coll_options& o) {
 std::string schedule_title(const coll_options& o) {
   if (o.schedule != "hierarchical") return o.schedule;
   return fmt::format("hierarchical (binomial_tree in groups of {}, recursive_doubling)", o.group_size);
+}
+
+/// Measured against modelled time, per row: how close to the wire each run was.
+void print_model(const coll_options& o, bool native, const std::vector<coll_row>& rows) {
+  if (!o.model_link || rows.empty()) return;
+  fmt::print("#\n# model (bench/collective_model.hpp) for a link of {:g} Gbit/s, {:g} us a message: wire = the best "
+             "algorithm's bytes over the link (the native reference); schedules = their own rounds, compressed at "
+             "the row's ratio with one core's codec speed\n",
+             o.model_link->bytes_per_s * 8 / 1e9, o.model_link->latency_s * 1e6);
+  fmt::print("# {:>10} {:>10} {:>8} {:>11} {:>8} {:>11} {:>8} {:>9} {:>9} {:>7}\n", "size", "wire", "native", "uncomp.",
+             "uncomp.", "compressed", "comp.", "compress", "decomp.", "Eq. 2");
+  fmt::print("# {:>10} {:>10} {:>8} {:>11} {:>8} {:>11} {:>8} {:>9} {:>9} {:>7}\n", "(B)", "(us)", "/wire", "model (us)",
+             "/model", "model (us)", "/model", "(GB/s)", "(GB/s)", "x");
+  for (const auto& r : rows) {
+    const auto over = [](double measured_us, double model_s) {
+      return model_s > 0 ? measured_us / (model_s * 1e6) : not_measured;
+    };
+    const bool codec = r.one_core.compress_bytes_per_s > 0;
+    fmt::print("  {:>10} {:>10} {:>8} {:>11} {:>8} {:>11} {:>8} {:>9} {:>9} {:>7}\n", r.size_bytes,
+               cell(r.model.lower_bound_s * 1e6, "{:.1f}"),
+               cell(native ? over(r.native.time_us, r.model.lower_bound_s) : not_measured, "{:.2f}"),
+               cell(r.model.uncompressed_s * 1e6, "{:.1f}"), cell(over(r.uncompressed.time_us, r.model.uncompressed_s), "{:.2f}"),
+               cell(codec ? r.model.compressed_s * 1e6 : not_measured, "{:.1f}"),
+               cell(codec ? over(r.compressed.time_us, r.model.compressed_s) : not_measured, "{:.2f}"),
+               cell(codec ? r.one_core.compress_bytes_per_s / 1e9 : not_measured, "{:.2f}"),
+               cell(codec ? r.one_core.decompress_bytes_per_s / 1e9 : not_measured, "{:.2f}"),
+               cell(codec ? eq2_speedup(r.one_core, o.model_link->bytes_per_s) : not_measured, "{:.2f}"));
+  }
 }
 
 void print_table(const coll_options& o, const std::string& data, const std::string& transport, int ranks, bool native,
@@ -1068,6 +1117,7 @@ void print_table(const coll_options& o, const std::string& data, const std::stri
                  cell(r.native_max_abs_error, "{:.3e}"));
     }
   }
+  print_model(o, native, rows);
   const bool held = std::all_of(rows.begin(), rows.end(), [](const coll_row& r) { return r.bound_held; });
   fmt::print("# compressed result within the stated bound at every size: {}\n", held ? "yes" : "NO");
 }
@@ -1086,20 +1136,29 @@ void write_csv(const coll_options& o, const std::string& data, const std::string
              "compressed_time_us,compressed_algbw_gb_per_s,compressed_busbw_gb_per_s,"
              "speedup_vs_native,speedup_vs_uncompressed,ratio,max_abs_error,error_bound,statistical_error_bound,"
              "compressions_in_chain,bound_held,native_max_abs_error,uncompressed_max_abs_error,"
-             "compress_s,communicate_s,decompress_s,reduce_s\n");
+             "compress_s,communicate_s,decompress_s,reduce_s,"
+             "model_link_gbit,model_native_us,model_uncompressed_us,model_us,one_core_compress_gb_per_s,"
+             "one_core_decompress_gb_per_s\n");
   const std::string schedule = o.schedule == "hierarchical" ? fmt::format("hierarchical:{}", o.group_size) : o.schedule;
   for (const auto& r : rows) {
     fmt::print(f, "{},{},{},{},{},{},{},{},{},{},{},{}", o.op_name, schedule, o.codec,
-               o.codec == "identity" ? "-" : zcoll::to_string(o.error_bound), transport, ranks, o.type, data, o.threads,
+               csv_field(o.codec == "identity" ? "-" : zcoll::to_string(o.error_bound)), csv_field(transport), ranks, o.type,
+               csv_field(data), o.threads,
                o.repeat, r.size_bytes, r.count);
     for (const auto* t : {&r.native, &r.uncompressed, &r.compressed}) {
       fmt::print(f, ",{},{},{}", csv_number(t->time_us), csv_number(t->algbw_gb_per_s), csv_number(t->busbw_gb_per_s));
     }
-    fmt::print(f, ",{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_number(r.speedup_vs_native),
+    fmt::print(f, ",{},{},{},{},{},{},{},{},{},{},{},{},{},{}", csv_number(r.speedup_vs_native),
                csv_number(r.speedup_vs_uncompressed), csv_number(r.ratio), csv_number(r.max_abs_error),
                csv_number(r.error_bound), csv_number(r.statistical_error_bound), r.compressions_in_chain,
                r.bound_held ? "yes" : "no", csv_number(r.native_max_abs_error), csv_number(r.uncompressed_max_abs_error),
                csv_number(r.compress_s), csv_number(r.communicate_s), csv_number(r.decompress_s), csv_number(r.reduce_s));
+    const bool codec = r.one_core.compress_bytes_per_s > 0;
+    const auto modelled = [&](double v, bool have) { return csv_number(r.modelled && have ? v : not_measured); };
+    fmt::print(f, ",{},{},{},{},{},{}\n", modelled(o.model_link ? o.model_link->bytes_per_s * 8 / 1e9 : 0.0, true),
+               modelled(r.model.lower_bound_s * 1e6, true), modelled(r.model.uncompressed_s * 1e6, true),
+               modelled(r.model.compressed_s * 1e6, codec), modelled(r.one_core.compress_bytes_per_s / 1e9, codec),
+               modelled(r.one_core.decompress_bytes_per_s / 1e9, codec));
   }
   std::fclose(f);
 }
