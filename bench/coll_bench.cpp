@@ -93,6 +93,7 @@ struct coll_options {
   unsigned threads = 1;
   std::uint32_t chunk_values = zcoll::collective_config{}.chunk_values;
   std::size_t pipeline_values = zcoll::collective_config{}.pipeline_values;
+  std::size_t row_length = 64;  // --row: Int8/Int4's row (one scale and bias per row)
   /// The link the model columns assume: --model-link, or --link's under local:N; none, no model.
   std::optional<zcoll::schedule::link_cost> model_link;
   int root = 0;
@@ -209,6 +210,8 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
   return sizes;
 }
 
+bool is_rowwise(const std::string& codec) { return codec == "int8" || codec == "int4"; }
+
 bool is_reduction(collective_op op) { return op == collective_op::allreduce || op == collective_op::reduce_scatter; }
 
 /// Operations whose large buffer is cut into one block per rank.
@@ -257,7 +260,10 @@ collective:
   --group-size 2|4|8    ranks per group of the hierarchical schedule (default 8)
   --root R              root of bcast, scatter and gather (default 0)
 codec:
-  --codec fzlight|identity    (default fzlight)
+  --codec fzlight|int8|int4|identity    (default fzlight); int8 and int4 are the row-wise quantizers
+                        (FBGEMM's layout, one scale and bias per row), their bound per row
+  --row N               int8/int4: values per row (default 64); counts are rounded down to whole rows
+                        per block
   --abs E | --rel R     one error bound, absolute or relative to the value range (default --rel 1e-4)
   --chunk N             values per codec chunk (multiple of 32, default 4096)
   --threads N           codec threads per rank (default 1)
@@ -342,10 +348,12 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     } else if (flag == "--root") {
       o.root = static_cast<int>(parse_integer(value, "--root", 0, 1 << 20));
     } else if (flag == "--codec") {
-      if (value != "fzlight" && value != "identity") {
-        usage_error(fmt::format("--codec: unknown codec '{}' (fzlight, identity)", value));
+      if (value != "fzlight" && value != "identity" && value != "int8" && value != "int4") {
+        usage_error(fmt::format("--codec: unknown codec '{}' (fzlight, int8, int4, identity)", value));
       }
       o.codec = value;
+    } else if (flag == "--row") {
+      o.row_length = static_cast<std::size_t>(parse_integer(value, "--row", 1, 1 << 20));
     } else if (flag == "--abs" || flag == "--rel") {
       const double eb = parse_number(value, flag.c_str());
       if (!std::isfinite(eb) || eb < 0) usage_error(fmt::format("{}: {} must be finite and >= 0", flag, value));
@@ -415,11 +423,15 @@ struct geometry {
   std::size_t output_values = 0;  // this rank's result
 };
 
-geometry geometry_of(collective_op op, std::size_t size_bytes, std::size_t value_bytes, int ranks, int rank, int root) {
+/// `row` > 0: every block is whole rows of a row-wise codec (allreduce's reduce_scatter blocks too).
+geometry geometry_of(collective_op op, std::size_t size_bytes, std::size_t value_bytes, int ranks, int rank, int root,
+                     std::size_t row = 0) {
   const auto p = static_cast<std::size_t>(ranks);
   geometry g;
   g.count = size_bytes / value_bytes;
-  if (is_blocked(op)) g.count -= g.count % p;
+  const bool blocked = is_blocked(op) || (row > 0 && op == collective_op::allreduce);
+  const std::size_t unit = (blocked ? p : 1) * std::max<std::size_t>(row, 1);
+  g.count -= g.count % unit;
   g.block = g.count / p;
   const bool is_root = rank == root;
   switch (op) {
@@ -460,10 +472,12 @@ void validate_for_ranks(const coll_options& o, int ranks, std::size_t value_byte
     usage_error(fmt::format("--root: {} is not a rank of the {} ranks", o.root, ranks));
   }
   for (const std::size_t size_bytes : o.sizes_bytes) {
-    const geometry g = geometry_of(o.op, size_bytes, value_bytes, ranks, 0, 0);
+    const std::size_t row = is_rowwise(o.codec) ? o.row_length : 0;
+    const geometry g = geometry_of(o.op, size_bytes, value_bytes, ranks, 0, 0, row);
     if (g.count == 0) {
-      usage_error(fmt::format("--sizes: {} bytes hold no {} value{}", size_bytes, value_bytes == 4 ? "f32" : "f64",
-                              is_blocked(o.op) ? fmt::format(" per rank for {} ranks", ranks) : ""));
+      usage_error(fmt::format("--sizes: {} bytes hold no {} value{}{}", size_bytes, value_bytes == 4 ? "f32" : "f64",
+                              is_blocked(o.op) ? fmt::format(" per rank for {} ranks", ranks) : "",
+                              row > 0 ? fmt::format(" in whole rows of {}", row) : ""));
     }
   }
 }
@@ -827,8 +841,10 @@ codec_speed measure_codec_speed(control_channel& control, const zcoll::collectiv
   codec_speed speed;
   control.barrier();
   if (control.rank() == 0 && !input.empty()) {
-    const Codec codec{zcoll::codec_config{
-        .error_bound = config.error_bound, .chunk_values = config.chunk_values, .fill_value = config.fill_value}};
+    zcoll::codec_config settings{
+        .error_bound = config.error_bound, .chunk_values = config.chunk_values, .fill_value = config.fill_value};
+    if (config.row_length > 0) settings.shape = {config.row_length};
+    const Codec codec{settings};
     std::vector<std::byte> stream(codec.template max_compressed_size<T>(input.size()));
     std::vector<T> restored(input.size());
     std::size_t written = 0;
@@ -858,12 +874,13 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       .error_bound = o.error_bound,
       .chunk_values = o.chunk_values,
       .threads = o.threads,
+      .row_length = is_rowwise(o.codec) ? o.row_length : 0,
       .pipeline_values = o.pipeline_values};
   const collective_op op = o.op;
   const bool reduction = is_reduction(op);
   std::vector<coll_row> rows;
   for (const std::size_t size_bytes : o.sizes_bytes) {
-    geometry g = geometry_of(op, size_bytes, sizeof(T), p, me, o.root);
+    geometry g = geometry_of(op, size_bytes, sizeof(T), p, me, o.root, config.row_length);
     // alltoallv: the alltoall geometry (its count is the nominal one, the synthetic base's length), with
     // this rank's own input and output lengths.
     const block_pattern blocks(g.count, p);
@@ -999,6 +1016,8 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
 template <class T, class S>
 std::vector<coll_row> run_codec(const coll_options& o, std::span<const T> file_values, rank_env<T>& env) {
   if (o.codec == "identity") return run_sizes<T, S, zcoll::Identity>(o, file_values, env);
+  if (o.codec == "int8") return run_sizes<T, S, zcoll::Int8>(o, file_values, env);
+  if (o.codec == "int4") return run_sizes<T, S, zcoll::Int4>(o, file_values, env);
   return run_sizes<T, S, zcoll::FZLight>(o, file_values, env);
 }
 
@@ -1019,7 +1038,15 @@ std::string cell(double v, const char* format) {
 
 std::string codec_title(const coll_options& o) {
   if (o.codec == "identity") return "identity";
+  if (is_rowwise(o.codec)) return fmt::format("{} (rows of {}: the bound is per row, from its range)", o.codec, o.row_length);
   return fmt::format("fzlight ({}, {})", zcoll::FZLight::name(), zcoll::to_string(o.error_bound));
+}
+
+/// The bound column: the configured bound, "-" for identity, the row length for a row-wise codec.
+std::string bound_title(const coll_options& o) {
+  if (o.codec == "identity") return "-";
+  if (is_rowwise(o.codec)) return fmt::format("per row of {}", o.row_length);
+  return zcoll::to_string(o.error_bound);
 }
 
 std::string schedule_title(const coll_options& o) {
@@ -1142,7 +1169,7 @@ void write_csv(const coll_options& o, const std::string& data, const std::string
   const std::string schedule = o.schedule == "hierarchical" ? fmt::format("hierarchical:{}", o.group_size) : o.schedule;
   for (const auto& r : rows) {
     fmt::print(f, "{},{},{},{},{},{},{},{},{},{},{},{}", o.op_name, schedule, o.codec,
-               csv_field(o.codec == "identity" ? "-" : zcoll::to_string(o.error_bound)), csv_field(transport), ranks, o.type,
+               csv_field(bound_title(o)), csv_field(transport), ranks, o.type,
                csv_field(data), o.threads,
                o.repeat, r.size_bytes, r.count);
     for (const auto* t : {&r.native, &r.uncompressed, &r.compressed}) {
@@ -1171,7 +1198,7 @@ void write_json(const coll_options& o, const std::string& data, const std::strin
              "{{\n  \"op\": \"{}\",\n  \"schedule\": \"{}\",\n  \"group_size\": {},\n  \"codec\": \"{}\",\n"
              "  \"bound\": \"{}\",\n  \"transport\": \"{}\",\n  \"ranks\": {},\n  \"type\": \"{}\",\n  \"data\": \"{}\",\n"
              "  \"root\": {},\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"pipeline_values\": {},\n  \"rows\": [\n",
-             o.op_name, o.schedule, o.group_size, o.codec, o.codec == "identity" ? "-" : zcoll::to_string(o.error_bound),
+             o.op_name, o.schedule, o.group_size, o.codec, bound_title(o),
              transport, ranks, o.type, data, o.root, o.threads, o.repeat, o.chunk_values, o.pipeline_values);
   const auto timing = [](const variant_timing& t) {
     if (std::isnan(t.time_us)) return std::string("null");
