@@ -27,6 +27,7 @@
 #include "bench_common.hpp"
 #include "collective_model.hpp"
 #include "collective_names.hpp"
+#include "embedding_input.hpp"
 
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -153,6 +154,17 @@ zcoll::schedule::link_cost parse_link(const std::string& value, const char* opti
   return {.latency_s = us * 1e-6, .bytes_per_s = gbit * 1e9 / 8};
 }
 
+/// --synthetic embeddings[:keys]: the DLRM embedding all-to-all payload of `zcoll-bench codec`
+/// (bench/embedding_input.hpp); its vectors are the rows of the row-based codecs.
+embedding_spec embeddings_spec(const coll_options& o) {
+  const auto colon = o.synthetic.find(':');
+  try {
+    return parse_embedding_spec(colon == std::string::npos ? std::string_view{} : std::string_view(o.synthetic).substr(colon + 1));
+  } catch (const std::invalid_argument& e) {
+    usage_error(fmt::format("--synthetic: {}", e.what()));
+  }
+}
+
 /// A whole number in [low, high].
 long long parse_integer(const std::string& text, const char* option, long long low, long long high) {
   long long value = 0;
@@ -212,6 +224,10 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
 
 bool is_rowwise(const std::string& codec) { return codec == "int8" || codec == "int4"; }
 
+/// Codecs that work on rows (collective_config::row_length): the row-wise quantizers, and the embedding
+/// codecs, whose rows are the embedding vectors.
+bool works_on_rows(const std::string& codec) { return is_rowwise(codec) || codec == "embedding-hybrid"; }
+
 bool is_reduction(collective_op op) { return op == collective_op::allreduce || op == collective_op::reduce_scatter; }
 
 /// Operations whose large buffer is cut into one block per rank.
@@ -260,10 +276,12 @@ collective:
   --group-size 2|4|8    ranks per group of the hierarchical schedule (default 8)
   --root R              root of bcast, scatter and gather (default 0)
 codec:
-  --codec fzlight|int8|int4|identity    (default fzlight); int8 and int4 are the row-wise quantizers
-                        (FBGEMM's layout, one scale and bias per row), their bound per row
-  --row N               int8/int4: values per row (default 64); counts are rounded down to whole rows
-                        per block
+  --codec fzlight|int8|int4|embedding-hybrid|identity    (default fzlight); int8 and int4 are the
+                        row-wise quantizers (FBGEMM's layout, one scale and bias per row), their bound
+                        per row; embedding-hybrid (Huffman or vector-LZ per block, by the speed-up model)
+                        codes embedding vectors of --row values (with --synthetic embeddings: its dim)
+  --row N               int8/int4/embedding-hybrid: values per row (default 64); counts are rounded
+                        down to whole rows per block
   --abs E | --rel R     one error bound, absolute or relative to the value range (default --rel 1e-4)
   --chunk N             values per codec chunk (multiple of 32, default 4096)
   --threads N           codec threads per rank (default 1)
@@ -282,7 +300,10 @@ sizes and data:
   --input FILE          raw little-endian values: each rank's data is the file rotated by rank/N of its
                         length, repeated or truncated to the size
   --type f32|f64        value type (default f32)
-  --synthetic NAME      smooth | random, generated at each size, rotated per rank the same way
+  --synthetic NAME      smooth | random, generated at each size, rotated per rank the same way;
+                        embeddings[:tables=26,dim=32,batch=2048,rows=100000,alpha=1.05]: the DLRM
+                        embedding payload of zcoll-bench codec (Zipf lookups, repeated vectors), rotated
+                        by whole vectors
 alltoallv blocks (skewed like the DLRM embedding all-to-all, the same on every run):
   rank i sends rank j round(C x w(i, j) / W(i)) values, C the nominal count of --sizes, w(i, j) in
   [0.25, 1.75) from a fixed integer hash (splitmix64) of (i, j), W(i) the sum of rank i's w over its
@@ -309,6 +330,7 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
 #endif
   int bounds_given = 0;
   std::string sizes_text = "1M:16M";
+  bool row_given = false;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") return std::nullopt;
@@ -348,12 +370,13 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     } else if (flag == "--root") {
       o.root = static_cast<int>(parse_integer(value, "--root", 0, 1 << 20));
     } else if (flag == "--codec") {
-      if (value != "fzlight" && value != "identity" && value != "int8" && value != "int4") {
-        usage_error(fmt::format("--codec: unknown codec '{}' (fzlight, int8, int4, identity)", value));
+      if (value != "fzlight" && value != "identity" && value != "int8" && value != "int4" && value != "embedding-hybrid") {
+        usage_error(fmt::format("--codec: unknown codec '{}' (fzlight, int8, int4, embedding-hybrid, identity)", value));
       }
       o.codec = value;
     } else if (flag == "--row") {
       o.row_length = static_cast<std::size_t>(parse_integer(value, "--row", 1, 1 << 20));
+      row_given = true;
     } else if (flag == "--abs" || flag == "--rel") {
       const double eb = parse_number(value, flag.c_str());
       if (!std::isfinite(eb) || eb < 0) usage_error(fmt::format("{}: {} must be finite and >= 0", flag, value));
@@ -376,10 +399,11 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
       if (value != "f32" && value != "f64") usage_error(fmt::format("--type: '{}' is neither f32 nor f64", value));
       o.type = value;
     } else if (flag == "--synthetic") {
-      if (value != "smooth" && value != "random") {
-        usage_error(fmt::format("--synthetic: unknown data set '{}' (smooth, random)", value));
+      if (value != "smooth" && value != "random" && value != "embeddings" && value.rfind("embeddings:", 0) != 0) {
+        usage_error(fmt::format("--synthetic: unknown data set '{}' (smooth, random, embeddings[:keys])", value));
       }
       o.synthetic = value;
+      if (value.rfind("embeddings", 0) == 0) embeddings_spec(o);  // the keys are checked here
     } else if (flag == "--repeat") {
       o.repeat = static_cast<unsigned>(parse_integer(value, "--repeat", 1, 1000000));
     } else if (flag == "--csv") {
@@ -391,6 +415,14 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     }
   }
   o.sizes_bytes = parse_sizes(sizes_text);
+  if (o.synthetic.rfind("embeddings", 0) == 0) {
+    // The embedding vectors are the rows.
+    const std::size_t dim = embeddings_spec(o).dim;
+    if (row_given && o.row_length != dim) {
+      usage_error(fmt::format("--row: {} is not the embeddings' dim {}", o.row_length, dim));
+    }
+    o.row_length = dim;
+  }
   if (bounds_given > 1) usage_error("give one error bound: --abs E or --rel R, once");
   if (o.input.empty() == o.synthetic.empty()) usage_error("give exactly one of --input FILE and --synthetic NAME");
   const auto schedule = std::find_if(schedule_table.begin(), schedule_table.end(),
@@ -472,7 +504,7 @@ void validate_for_ranks(const coll_options& o, int ranks, std::size_t value_byte
     usage_error(fmt::format("--root: {} is not a rank of the {} ranks", o.root, ranks));
   }
   for (const std::size_t size_bytes : o.sizes_bytes) {
-    const std::size_t row = is_rowwise(o.codec) ? o.row_length : 0;
+    const std::size_t row = works_on_rows(o.codec) ? o.row_length : 0;
     const geometry g = geometry_of(o.op, size_bytes, value_bytes, ranks, 0, 0, row);
     if (g.count == 0) {
       usage_error(fmt::format("--sizes: {} bytes hold no {} value{}{}", size_bytes, value_bytes == 4 ? "f32" : "f64",
@@ -598,7 +630,10 @@ double max_error(std::span<const T> got, std::span<const T> want) {
 template <class T>
 class rank_data {
  public:
-  rank_data(std::span<const T> base, int ranks) : base_(base), ranks_(static_cast<std::size_t>(ranks)) {}
+  /// Rank q's data starts q/N of the way into `base`, rounded down to a multiple of `align` values (whole
+  /// rows, so that an embedding vector stays one vector).
+  rank_data(std::span<const T> base, int ranks, std::size_t align = 0)
+      : base_(base), ranks_(static_cast<std::size_t>(ranks)), align_(std::max<std::size_t>(align, 1)) {}
 
   /// out = rank q's values first, first + 1, ...
   void fill(int q, std::size_t first, std::span<T> out) const {
@@ -620,7 +655,8 @@ class rank_data {
   template <class Fn>
   void for_runs(int q, std::size_t first, std::size_t count, Fn&& fn) const {
     const std::size_t length = base_.size();
-    std::size_t position = (first + static_cast<std::size_t>(q) * length / ranks_) % length;
+    const std::size_t shift = static_cast<std::size_t>(q) * length / ranks_ / align_ * align_;
+    std::size_t position = (first + shift) % length;
     for (std::size_t done = 0; done < count;) {
       const std::size_t run = std::min(length - position, count - done);
       fn(done, base_.subspan(position, run));
@@ -631,6 +667,7 @@ class rank_data {
 
   std::span<const T> base_;
   std::size_t ranks_;
+  std::size_t align_;
 };
 
 /// Barrier and reductions for the benchmark's own bookkeeping, over the benchmark's transport (tags
@@ -874,7 +911,7 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       .error_bound = o.error_bound,
       .chunk_values = o.chunk_values,
       .threads = o.threads,
-      .row_length = is_rowwise(o.codec) ? o.row_length : 0,
+      .row_length = works_on_rows(o.codec) ? o.row_length : 0,
       .pipeline_values = o.pipeline_values};
   const collective_op op = o.op;
   const bool reduction = is_reduction(op);
@@ -892,10 +929,11 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
     std::vector<T> generated;
     std::span<const T> base = file_values;
     if (base.empty()) {
-      generated = synthetic_values<T>(o.synthetic, g.data_values);
+      generated = o.synthetic.rfind("embeddings", 0) == 0 ? synthetic_embeddings<T>(embeddings_spec(o)).values
+                                                          : synthetic_values<T>(o.synthetic, g.data_values);
       base = generated;
     }
-    const rank_data<T> data(base, p);
+    const rank_data<T> data(base, p, config.row_length);
     std::vector<T> input(g.input_values), output(g.output_values), reference;
     // bcast and scatter send the root's data; every other operation sends each rank's own.
     const bool from_root = op == collective_op::bcast || op == collective_op::scatter;
@@ -1018,6 +1056,7 @@ std::vector<coll_row> run_codec(const coll_options& o, std::span<const T> file_v
   if (o.codec == "identity") return run_sizes<T, S, zcoll::Identity>(o, file_values, env);
   if (o.codec == "int8") return run_sizes<T, S, zcoll::Int8>(o, file_values, env);
   if (o.codec == "int4") return run_sizes<T, S, zcoll::Int4>(o, file_values, env);
+  if (o.codec == "embedding-hybrid") return run_sizes<T, S, zcoll::EmbeddingHybrid>(o, file_values, env);
   return run_sizes<T, S, zcoll::FZLight>(o, file_values, env);
 }
 
@@ -1039,6 +1078,10 @@ std::string cell(double v, const char* format) {
 std::string codec_title(const coll_options& o) {
   if (o.codec == "identity") return "identity";
   if (is_rowwise(o.codec)) return fmt::format("{} (rows of {}: the bound is per row, from its range)", o.codec, o.row_length);
+  if (o.codec == "embedding-hybrid") {
+    return fmt::format("embedding-hybrid ({}, {}, vectors of {})", zcoll::EmbeddingHybrid::name(),
+                       zcoll::to_string(o.error_bound), o.row_length);
+  }
   return fmt::format("fzlight ({}, {})", zcoll::FZLight::name(), zcoll::to_string(o.error_bound));
 }
 
