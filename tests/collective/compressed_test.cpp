@@ -179,9 +179,9 @@ TEST_CASE("Compressed allreduce: Ring (Z-Allreduce), RecursiveDoubling and Hiera
 TEST_CASE("PIPE-fZ-light: reduction hops sent in segments give the same bits as one stream per hop",
           "[collective][allreduce][pipeline]") {
   // At an absolute bound a value's reconstruction does not depend on where its stream starts, so
-  // segmenting changes the messages, not the result. Segments of 1, 7 and 1000 values; recursive
-  // doubling sends and receives the same range in a round (the receive side must not reduce into values
-  // not yet compressed).
+  // segmenting changes the messages, not the result. Segments of 5, 64 and 1000 values (about 200, 16
+  // and 1 per block); recursive doubling sends and receives the same range in a round (the receive side
+  // must not reduce into values not yet compressed).
   const auto run = [](auto schedule_tag, auto codec_tag, auto op, int p, std::size_t n, std::size_t segment,
                       std::size_t row) {
     using Schedule = decltype(schedule_tag);
@@ -200,10 +200,10 @@ TEST_CASE("PIPE-fZ-light: reduction hops sent in segments give the same bits as 
     return results;
   };
   const auto same_bits = [&](auto schedule_tag, auto codec_tag, auto op, std::size_t row) {
-    for (int p : {2, 3, 4, 7, 8}) {
+    for (int p : {2, 3, 4, 7}) {
       const std::size_t n = static_cast<std::size_t>(p) * (row > 0 ? 3 * row : 1001);
       const auto whole = run(schedule_tag, codec_tag, op, p, n, 0, row);
-      for (std::size_t segment : {std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {
+      for (std::size_t segment : {std::size_t{5}, std::size_t{64}, std::size_t{1000}}) {
         const auto pieces = run(schedule_tag, codec_tag, op, p, n, segment, row);
         for (int r = 0; r < p; ++r) {
           const auto& a = whole[static_cast<std::size_t>(r)];
