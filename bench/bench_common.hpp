@@ -22,6 +22,26 @@ inline std::vector<std::string> split(std::string_view text, char separator) {
   return parts;
 }
 
+/// "4096", "64K", "1M", "2G" (binary multiples, as nccl-tests reads them), 1 byte to 1 TiB;
+/// std::invalid_argument naming `option` otherwise.
+inline std::size_t parse_size(const std::string& text, const char* option) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string suffix = text.substr(digits);
+  const std::size_t unit = suffix.empty() ? 1
+                           : suffix == "K" || suffix == "k" ? std::size_t{1} << 10
+                           : suffix == "M" || suffix == "m" ? std::size_t{1} << 20
+                           : suffix == "G" || suffix == "g" ? std::size_t{1} << 30
+                                                            : 0;
+  constexpr std::size_t largest = std::size_t{1} << 40;
+  const std::size_t bytes = digits == 0 || digits > 13 ? 0 : std::stoull(text.substr(0, digits));
+  if (unit == 0 || bytes == 0 || bytes > largest / unit) {
+    throw std::invalid_argument(std::string(option) + ": '" + text +
+                                "' is not a size from 1 byte to 1 TiB (a number with an optional K, M or G)");
+  }
+  return bytes * unit;
+}
+
 /// A CSV field: quoted (RFC 4180) when it holds a comma, a quote or a line break.
 inline std::string csv_field(std::string_view text) {
   if (text.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(text);

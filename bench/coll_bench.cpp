@@ -179,44 +179,19 @@ long long parse_integer(const std::string& text, const char* option, long long l
   return value;
 }
 
-/// "4096", "64K", "1M", "2G" (binary multiples, as nccl-tests reads them).
-std::size_t parse_size(const std::string& text) {
-  std::size_t digits = 0;
-  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-  const std::string suffix = text.substr(digits);
-  std::size_t unit = 1;
-  if (suffix == "K" || suffix == "k") {
-    unit = std::size_t{1} << 10;
-  } else if (suffix == "M" || suffix == "m") {
-    unit = std::size_t{1} << 20;
-  } else if (suffix == "G" || suffix == "g") {
-    unit = std::size_t{1} << 30;
-  } else if (!suffix.empty()) {
-    usage_error(fmt::format("--sizes: '{}' is not a size in bytes (a number with an optional K, M or G)", text));
-  }
-  if (digits == 0) {
-    usage_error(fmt::format("--sizes: '{}' is not a size in bytes (a number with an optional K, M or G)", text));
-  }
-  constexpr std::size_t largest = std::size_t{1} << 40;
-  const auto value = parse_integer(text.substr(0, digits), "--sizes", 1, static_cast<long long>(largest));
-  const auto bytes = static_cast<std::size_t>(value);
-  if (bytes > largest / unit) usage_error(fmt::format("--sizes: '{}' is above 1 TiB", text));
-  return bytes * unit;
-}
-
 /// "A:B": A, 2A, 4A, ... up to B; or "A,B,C".
 std::vector<std::size_t> parse_sizes(const std::string& text) {
   std::vector<std::size_t> sizes;
   if (const auto colon = text.find(':'); colon != std::string::npos) {
-    const std::size_t first = parse_size(text.substr(0, colon));
-    const std::size_t last = parse_size(text.substr(colon + 1));
+    const std::size_t first = parse_size(text.substr(0, colon), "--sizes");
+    const std::size_t last = parse_size(text.substr(colon + 1), "--sizes");
     if (first > last) usage_error(fmt::format("--sizes: '{}' starts above its end", text));
     for (std::size_t s = first; s <= last; s *= 2) {
       sizes.push_back(s);
       if (s > last / 2) break;
     }
   } else {
-    for (const auto& part : split(text, ',')) sizes.push_back(parse_size(part));
+    for (const auto& part : split(text, ',')) sizes.push_back(parse_size(part, "--sizes"));
   }
   if (sizes.empty()) usage_error("--sizes: no size given");
   return sizes;

@@ -1,7 +1,7 @@
 // zcoll-bench model: the predicted time and speed-up of a compressed collective from its ratio, its codec
 // speeds and the link (bench/collective_model.hpp), without running anything.
 //
-//   zcoll-bench model --ratio 3.5 --compress-gbps 2.4 --decompress-gbps 4.7 --link-gbps 10 --ranks 4 \
+//   zcoll-bench model --ratio 3.5 --compress-gbps 2.4 --decompress-gbps 4.7 --link-gbps 10 --ranks 4
 //                     --op allreduce --schedule ring --size 64M
 #include "model_bench.hpp"
 
@@ -66,14 +66,6 @@ every block compresses alike; `zcoll-bench coll --model-link` prints it next to 
   throw std::invalid_argument(message + "\n(run 'zcoll-bench model --help' for the options)");
 }
 
-/// 1, 2^10, 2^20 or 2^30 for a size with no suffix or K, M, G (the suffix is dropped before parsing).
-double size_unit(std::string& value) {
-  const char last = value.empty() ? '\0' : value.back();
-  const double unit = last == 'K' ? 1024.0 : last == 'M' ? 1048576.0 : last == 'G' ? 1073741824.0 : 1.0;
-  if (unit > 1.0) value.pop_back();
-  return unit;
-}
-
 double positive(const std::string& value, const char* option) {
   const double v = parse_number(value, option);
   if (!(v > 0.0)) usage_error(fmt::format("{}: {} must be > 0", option, value));
@@ -110,9 +102,7 @@ std::optional<model_options> parse(int argc, char** argv) {
       o.group_size = static_cast<int>(positive(value, "--group-size"));
       if (o.group_size != 2 && o.group_size != 4 && o.group_size != 8) usage_error("--group-size: 2, 4 or 8");
     } else if (flag == "--size") {
-      std::string number = value;
-      const double unit = size_unit(number);
-      o.size_bytes = positive(number, "--size") * unit;
+      o.size_bytes = static_cast<double>(parse_size(value, "--size"));
     } else if (flag == "--pipeline") {
       const double v = parse_number(value, "--pipeline");
       if (!(v >= 0.0)) usage_error(fmt::format("--pipeline: {} must be >= 0", value));
