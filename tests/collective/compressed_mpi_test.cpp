@@ -2,7 +2,12 @@
 // and 7 ranks; every rank runs every case and checks its own result against an exact reference.
 #include <catch2/catch.hpp>
 
+#include "support/collective_data.hpp"
+#include "support/faulty_transport.hpp"
+
+#include <boost/mpi/collectives/all_gather.hpp>
 #include <boost/mpi/communicator.hpp>
+#include <boost/serialization/string.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -16,28 +21,11 @@
 #include "zcoll/schedule/schedules.hpp"
 #include "zcoll/transport/mpi.hpp"
 
+using zcoll_test::contribution;
+using zcoll_test::eb;
+using zcoll_test::require_within;
+
 namespace {
-
-constexpr double eb = 1.0 / 1024;  // 2^-10: with dyadic data every sum is exact but for compression
-
-/// Multiples of 1/64 in (-64, 64), in runs of 4 (compressible), different on every rank.
-std::vector<float> contribution(int rank, std::size_t n) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const long k = static_cast<long>(((i / 4) * 2654435761u + static_cast<std::size_t>(rank) * 40503u) % 8191u) - 4095;
-    v[i] = static_cast<float>(k) / 64.0f;
-  }
-  return v;
-}
-
-void require_within(std::span<const float> got, std::span<const float> want, double bound, const std::string& what) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!zcoll::exactly_within(got[i], want[i], bound)) {
-      FAIL(what << ": element " << i << " is " << got[i] << ", reference " << want[i] << ", bound " << bound);
-    }
-  }
-}
 
 zcoll::transport::Mpi world() { return zcoll::transport::Mpi{boost::mpi::communicator{}}; }
 
@@ -50,20 +38,20 @@ TEST_CASE("MPI: Compressed allgather, Ring and RecursiveDoubling, Identity exact
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{4099}}) {
     std::vector<float> want;
     for (int r = 0; r < p; ++r) {
-      const auto c = contribution(r, n);
+      const auto c = contribution<float>(r, n);
       want.insert(want.end(), c.begin(), c.end());
     }
-    const auto mine = contribution(me, n);
+    const auto mine = contribution<float>(me, n);
     std::vector<float> all(want.size());
     zcoll::Compressed<zcoll::Ring, zcoll::Identity> plain{world()};
     plain.allgather(std::span<const float>(mine), std::span<float>(all));
-    require_within(all, want, 0.0, "Identity ring allgather n=" + std::to_string(n));
+    require_within<float>(all, want, 0.0, "Identity ring allgather n=" + std::to_string(n));
     zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), {.error_bound = zcoll::absolute(eb)}};
     ring.allgather(std::span<const float>(mine), std::span<float>(all));
-    require_within(all, want, eb, "FZLight ring allgather n=" + std::to_string(n));
+    require_within<float>(all, want, eb, "FZLight ring allgather n=" + std::to_string(n));
     zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> rd{world(), {.error_bound = zcoll::absolute(eb)}};
     rd.allgather(std::span<const float>(mine), std::span<float>(all));
-    require_within(all, want, eb, "FZLight recursive-doubling allgather n=" + std::to_string(n));
+    require_within<float>(all, want, eb, "FZLight recursive-doubling allgather n=" + std::to_string(n));
   }
 }
 
@@ -73,43 +61,43 @@ TEST_CASE("MPI: Compressed allreduce and reduce_scatter within the reported boun
   for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{10007}}) {
     std::vector<float> want(n, 0.0f);
     for (int r = 0; r < p; ++r) {
-      const auto c = contribution(r, n);
+      const auto c = contribution<float>(r, n);
       for (std::size_t i = 0; i < n; ++i) want[i] += c[i];
     }
-    auto data = contribution(me, n);
+    auto data = contribution<float>(me, n);
     zcoll::Compressed<zcoll::Ring, zcoll::Identity> plain{world()};
     plain.allreduce(std::span<float>(data), zcoll::op::sum);
-    require_within(data, want, 0.0, "Identity ring allreduce n=" + std::to_string(n));
+    require_within<float>(data, want, 0.0, "Identity ring allreduce n=" + std::to_string(n));
 
-    data = contribution(me, n);
+    data = contribution<float>(me, n);
     zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), {.error_bound = zcoll::absolute(eb)}};
     ring.allreduce(std::span<float>(data), zcoll::op::sum);
     if (p > 1 && n > 0) REQUIRE(ring.last_report().error_bound == p * eb);
-    require_within(data, want, ring.last_report().error_bound, "FZLight ring allreduce n=" + std::to_string(n));
+    require_within<float>(data, want, ring.last_report().error_bound, "FZLight ring allreduce n=" + std::to_string(n));
 
-    data = contribution(me, n);
+    data = contribution<float>(me, n);
     zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> rd{world(), {.error_bound = zcoll::absolute(eb)}};
     rd.allreduce(std::span<float>(data), zcoll::op::sum);
-    require_within(data, want, rd.last_report().error_bound, "FZLight recursive-doubling allreduce n=" + std::to_string(n));
+    require_within<float>(data, want, rd.last_report().error_bound, "FZLight recursive-doubling allreduce n=" + std::to_string(n));
 
     // Pipelined hops (segments of 100 values) give the same bits as one stream per hop.
     const auto whole = data;
-    data = contribution(me, n);
+    data = contribution<float>(me, n);
     zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> piped{
         world(), {.error_bound = zcoll::absolute(eb), .pipeline_values = 100}};
     piped.allreduce(std::span<float>(data), zcoll::op::sum);
-    require_within(data, whole, 0.0, "FZLight recursive-doubling allreduce in segments of 100, n=" + std::to_string(n));
+    require_within<float>(data, whole, 0.0, "FZLight recursive-doubling allreduce in segments of 100, n=" + std::to_string(n));
   }
   const std::size_t block = 999;
-  const auto in = contribution(me, block * static_cast<std::size_t>(p));
+  const auto in = contribution<float>(me, block * static_cast<std::size_t>(p));
   std::vector<float> out(block), want(block, 0.0f);
   for (int r = 0; r < p; ++r) {
-    const auto c = contribution(r, block * static_cast<std::size_t>(p));
+    const auto c = contribution<float>(r, block * static_cast<std::size_t>(p));
     for (std::size_t i = 0; i < block; ++i) want[i] += c[block * static_cast<std::size_t>(me) + i];
   }
   zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), {.error_bound = zcoll::absolute(eb)}};
   ring.reduce_scatter(std::span<const float>(in), std::span<float>(out), zcoll::op::sum);
-  require_within(out, want, (p - 1) * eb, "FZLight ring reduce_scatter");
+  require_within<float>(out, want, (p - 1) * eb, "FZLight ring reduce_scatter");
 }
 
 TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[collective][mpi]") {
@@ -118,45 +106,45 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
   const std::size_t n = 2049;
   zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{world(), {.error_bound = zcoll::absolute(eb)}};
   for (int root = 0; root < p; ++root) {
-    const auto root_data = contribution(root + 50, n);
+    const auto root_data = contribution<float>(root + 50, n);
     auto data = me == root ? root_data : std::vector<float>(n, 0.0f);
     tree.bcast(std::span<float>(data), root);
-    require_within(data, root_data, me == root ? 0.0 : eb, "bcast root " + std::to_string(root));
+    require_within<float>(data, root_data, me == root ? 0.0 : eb, "bcast root " + std::to_string(root));
     data = me == root ? root_data : std::vector<float>(n, 0.0f);
     zcoll::Compressed<zcoll::ScatterAllgather, zcoll::FZLight> pieces{world(), {.error_bound = zcoll::absolute(eb)}};
     pieces.bcast(std::span<float>(data), root);
-    require_within(data, root_data, me == root ? 0.0 : eb, "scatter-allgather bcast root " + std::to_string(root));
+    require_within<float>(data, root_data, me == root ? 0.0 : eb, "scatter-allgather bcast root " + std::to_string(root));
     data = me == root ? root_data : std::vector<float>(n, 0.0f);
     zcoll::Compressed<zcoll::ScatterAllgather, zcoll::Identity> plain_pieces{world()};
     plain_pieces.bcast(std::span<float>(data), root);
-    require_within(data, root_data, 0.0, "uncompressed scatter-allgather bcast root " + std::to_string(root));
+    require_within<float>(data, root_data, 0.0, "uncompressed scatter-allgather bcast root " + std::to_string(root));
     data = me == root ? root_data : std::vector<float>(n, 0.0f);
     zcoll::Compressed<zcoll::Chain<8>, zcoll::FZLight> chain{world(), {.error_bound = zcoll::absolute(eb)}};
     chain.bcast(std::span<float>(data), root);
-    require_within(data, root_data, me == root ? 0.0 : eb, "chain bcast root " + std::to_string(root));
+    require_within<float>(data, root_data, me == root ? 0.0 : eb, "chain bcast root " + std::to_string(root));
 
     std::vector<float> all;
     for (int r = 0; r < p; ++r) {
-      const auto c = contribution(r + 70, n);
+      const auto c = contribution<float>(r + 70, n);
       all.insert(all.end(), c.begin(), c.end());
     }
     std::vector<float> mine(n);
     tree.scatter(me == root ? std::span<const float>(all) : std::span<const float>{}, std::span<float>(mine), root);
-    require_within(mine, std::span<const float>(all).subspan(n * static_cast<std::size_t>(me), n), me == root ? 0.0 : eb,
+    require_within<float>(mine, std::span<const float>(all).subspan(n * static_cast<std::size_t>(me), n), me == root ? 0.0 : eb,
                    "scatter root " + std::to_string(root));
 
     std::vector<float> gathered(me == root ? all.size() : 0);
-    const auto own = contribution(me + 70, n);
+    const auto own = contribution<float>(me + 70, n);
     tree.gather(std::span<const float>(own), std::span<float>(gathered), root);
-    if (me == root) require_within(gathered, all, eb, "gather root " + std::to_string(root));
+    if (me == root) require_within<float>(gathered, all, eb, "gather root " + std::to_string(root));
   }
   zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{world(), {.error_bound = zcoll::absolute(eb)}};
-  const auto in = contribution(me, n * static_cast<std::size_t>(p));
+  const auto in = contribution<float>(me, n * static_cast<std::size_t>(p));
   std::vector<float> out(in.size());
   pairwise.alltoall(std::span<const float>(in), std::span<float>(out));
   for (int src = 0; src < p; ++src) {
-    const auto theirs = contribution(src, n * static_cast<std::size_t>(p));
-    require_within(std::span<const float>(out).subspan(n * static_cast<std::size_t>(src), n),
+    const auto theirs = contribution<float>(src, n * static_cast<std::size_t>(p));
+    require_within<float>(std::span<const float>(out).subspan(n * static_cast<std::size_t>(src), n),
                    std::span<const float>(theirs).subspan(n * static_cast<std::size_t>(me), n), src == me ? 0.0 : eb,
                    "alltoall from " + std::to_string(src));
   }
@@ -168,7 +156,7 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
   for (int b = 0; b < p; ++b) {
     send_counts.push_back(count(me, b));
     recv_counts.push_back(count(b, me));
-    const auto block = contribution(me * 100 + b, count(me, b));
+    const auto block = contribution<float>(me * 100 + b, count(me, b));
     v_in.insert(v_in.end(), block.begin(), block.end());
   }
   std::size_t total = 0;
@@ -178,8 +166,8 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
                      std::span<const std::size_t>(recv_counts));
   std::size_t at = 0;
   for (int src = 0; src < p; ++src) {
-    const auto want = contribution(src * 100 + me, count(src, me));
-    require_within(std::span<const float>(v_out).subspan(at, want.size()), want, src == me ? 0.0 : eb,
+    const auto want = contribution<float>(src * 100 + me, count(src, me));
+    require_within<float>(std::span<const float>(v_out).subspan(at, want.size()), want, src == me ? 0.0 : eb,
                    "alltoallv from " + std::to_string(src));
     at += want.size();
   }
@@ -193,7 +181,7 @@ TEST_CASE("MPI: quantized allreduce, Int4 with and without error feedback, withi
   const std::size_t n = static_cast<std::size_t>(p) * 3 * row;
   std::vector<double> want(n, 0.0), magnitude(n, 0.0);
   for (int r = 0; r < p; ++r) {
-    const auto c = contribution(r + 5, n);
+    const auto c = contribution<float>(r + 5, n);
     for (std::size_t i = 0; i < n; ++i) {
       want[i] += c[i];
       magnitude[i] += std::abs(static_cast<double>(c[i]));
@@ -201,7 +189,7 @@ TEST_CASE("MPI: quantized allreduce, Int4 with and without error feedback, withi
   }
   const auto check = [&](auto& coll, const std::string& what) {
     for (int step = 0; step < 3; ++step) {
-      auto data = contribution(me + 5, n);
+      auto data = contribution<float>(me + 5, n);
       coll.allreduce(std::span<float>(data), zcoll::op::sum);
       const double bound = coll.last_report().error_bound;
       if (p > 1) REQUIRE(bound > 0.0);
@@ -221,4 +209,78 @@ TEST_CASE("MPI: quantized allreduce, Int4 with and without error feedback, withi
   check(feedback, "ErrorFeedback<Int4> ring");
   zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::Int4> rd{world(), {.row_length = row}};
   check(rd, "Int4 recursive doubling");
+}
+
+// ---- faults (docs/reliability.md): verify mode over MPI --------------------------------------------------
+
+namespace {
+
+/// The message of the zcoll error E that `call` raises, or "" when it raises none.
+template <class E, class Fn>
+std::string error_of(Fn&& call) {
+  try {
+    call();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// Every rank's text equals rank 0's (one small exchange of lengths and bytes over Boost.MPI).
+void require_same_on_every_rank(const std::string& mine, const std::string& what) {
+  boost::mpi::communicator comm;
+  std::vector<std::string> all;
+  boost::mpi::all_gather(comm, mine, all);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r] != all[0]) FAIL(what << ": rank " << r << " raised '" << all[r] << "', rank 0 '" << all[0] << "'");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("MPI verify mode: different counts, a damaged block, a codec that refuses a rank's values: every "
+          "rank raises the same error, and the next call succeeds",
+          "[collective][mpi][fault]") {
+  const auto mpi = world();
+  const int p = mpi.size(), me = mpi.rank();
+  if (p == 1) return;  // no peer to disagree with or to damage a block
+  const zcoll::collective_config config{.error_bound = zcoll::absolute(eb), .pipeline_values = 500, .verify = true};
+  const std::size_t n = static_cast<std::size_t>(p) * 600;
+  std::vector<float> want(n, 0.0f);
+  for (int r = 0; r < p; ++r) {
+    const auto c = contribution<float>(r, n);
+    for (std::size_t i = 0; i < n; ++i) want[i] += c[i];
+  }
+  const auto good_call = [&](auto& coll) {
+    auto data = contribution<float>(me, n);
+    coll.allreduce(std::span<float>(data), zcoll::op::sum);
+    require_within<float>(data, want, coll.last_report().error_bound, "allreduce after a failed call");
+  };
+  {  // the last rank passes more values
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{world(), config};
+    auto data = contribution<float>(me, me == p - 1 ? n + 7 : n);
+    const std::string raised = error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
+    require_same_on_every_rank(raised, "different counts");
+    REQUIRE(raised.find("rank " + std::to_string(p - 1) + " passed count " + std::to_string(n + 7)) != std::string::npos);
+    good_call(coll);
+  }
+  {  // rank 1 damages every block it sends while armed
+    auto armed = std::make_shared<std::atomic<bool>>(true);
+    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> coll{
+        zcoll_test::Faulty<zcoll::transport::Mpi>(world(), 1, zcoll_test::retype, armed), config};
+    auto data = contribution<float>(me, n);
+    const std::string raised = error_of<zcoll::format_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
+    require_same_on_every_rank(raised, "damaged block");
+    REQUIRE(raised.find("block from rank 1") != std::string::npos);
+    *armed = false;
+    good_call(coll);
+  }
+  {  // Int8 cannot scale rank 0's row that spans -3e38 .. 3e38
+    zcoll::Compressed<zcoll::Ring, zcoll::Int8> coll{world(), {.row_length = 8, .verify = true}};
+    auto data = contribution<float>(me, n);
+    if (me == 0) data[3] = -3e38f, data[4] = 3e38f;
+    const std::string raised = error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
+    require_same_on_every_rank(raised, "refused values");
+    REQUIRE(raised.find("allreduce (verify): rank 0 failed") != std::string::npos);
+  }
 }

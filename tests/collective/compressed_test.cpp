@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/thread_safe_assertions.hpp"
+#include "support/collective_data.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -20,43 +21,15 @@
 
 using zcoll::transport::Local;
 using zcoll::transport::run_local;
+using zcoll_test::contribution;
+using zcoll_test::dyadic;
+using zcoll_test::eb;
+using zcoll_test::require_equal;
+using zcoll_test::require_within;
 
 namespace {
 
 const std::vector<int> rank_counts = {1, 2, 3, 4, 5, 7, 8, 16};
-
-/// Dyadic values (multiples of 1/64, |x| < 64): every partial sum of up to 64 of them, and of their
-/// reconstructions on a grid of 2eb = 2^-9, is exact in float, so a reduction's only error is compression.
-float dyadic(int rank, std::size_t i) {
-  const long v = static_cast<long>((i * 2654435761u + static_cast<std::size_t>(rank) * 40503u) % 8191u) - 4095;
-  return static_cast<float>(v) / 64.0f;
-}
-
-/// Smooth, rank-dependent data with exactly representable samples.
-template <class T>
-std::vector<T> contribution(int rank, std::size_t n) {
-  std::vector<T> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(dyadic(rank, i / 4));  // runs of 4: compressible
-  return v;
-}
-
-constexpr double eb = 1.0 / 1024;  // 2^-10: reconstructions are multiples of 2^-9
-
-/// Every element of `got` within `bound` of `want`, exactly.
-template <class T>
-void require_within(std::span<const T> got, std::span<const T> want, double bound, const std::string& what) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (!zcoll::exactly_within(got[i], want[i], bound)) {
-      FAIL(what << ": element " << i << " is " << got[i] << ", reference " << want[i] << ", bound " << bound);
-    }
-  }
-}
-
-template <class T>
-void require_equal(std::span<const T> got, std::span<const T> want, const std::string& what) {
-  require_within<T>(got, want, 0.0, what);
-}
 
 template <class Schedule, class Codec>
 zcoll::Compressed<Schedule, Codec> make(Local& t) {
@@ -495,108 +468,6 @@ TEST_CASE("Small messages skip compression and say so", "[collective][report]") 
     REQUIRE(coll.last_report().ratio > 1.0);
     REQUIRE(coll.last_report().bytes_sent < coll.last_report().raw_bytes_sent);
   });
-}
-
-namespace {
-
-/// A transport that damages what one rank sends with one tag: the test double of a faulty peer.
-class Damaging {
- public:
-  using request = Local::request;
-  Damaging(Local inner, int bad_rank, int tag, std::function<void(std::vector<std::byte>&)> damage)
-      : inner_(std::move(inner)), bad_rank_(bad_rank), tag_(tag), damage_(std::move(damage)) {}
-  int rank() const { return inner_.rank(); }
-  int size() const { return inner_.size(); }
-  request isend_async(int peer, int tag, std::span<const std::byte> bytes) {
-    if (rank() != bad_rank_ || tag != tag_) return inner_.isend_async(peer, tag, bytes);
-    std::vector<std::byte> copy(bytes.begin(), bytes.end());
-    damage_(copy);
-    return inner_.isend_async(peer, tag, copy);  // Local copies at once
-  }
-  request irecv_async(int peer, int tag, std::span<std::byte> bytes) { return inner_.irecv_async(peer, tag, bytes); }
-  void wait(request& r) { inner_.wait(r); }
-  bool test(request& r) { return inner_.test(r); }
-  Damaging split(int color, int key) { return Damaging(inner_.split(color, key), -1, tag_, damage_); }
-
- private:
-  Local inner_;
-  int bad_rank_;
-  int tag_;
-  std::function<void(std::vector<std::byte>&)> damage_;
-};
-
-constexpr int data_tag = 7002;  // Compressed's tag for block bytes
-constexpr int size_tag = 7001;  // and for the size words
-
-}  // namespace
-
-TEST_CASE("A peer that sends a corrupted block makes the receiver raise format_error, and nobody hangs",
-          "[collective][corruption]") {
-  const auto corrupt_header = [](std::vector<std::byte>& bytes) {
-    if (bytes.size() > 6) bytes[6] = std::byte{0x7F};  // the value-type tag
-  };
-  REQUIRE_THROWS_AS(run_local(4,
-                              [&](Local& t) {
-                                zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{
-                                    Damaging(t, 1, data_tag, corrupt_header), {.error_bound = zcoll::absolute(eb)}};
-                                const auto mine = contribution<float>(t.rank(), 3000);
-                                std::vector<float> all(3000 * 4);
-                                coll.allgather(std::span<const float>(mine), std::span<float>(all));
-                              }),
-                    zcoll::format_error);
-  const auto flip_everything = [](std::vector<std::byte>& bytes) {
-    for (std::size_t i = 40; i < bytes.size(); i += 3) bytes[i] ^= std::byte{0xA5};
-  };
-  REQUIRE_THROWS_AS(run_local(3,
-                              [&](Local& t) {
-                                zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{
-                                    Damaging(t, 2, data_tag, flip_everything), {.error_bound = zcoll::absolute(eb)}};
-                                auto data = contribution<float>(t.rank(), 9000);
-                                coll.allreduce(std::span<float>(data), zcoll::op::sum);
-                              }),
-                    zcoll::error);
-}
-
-namespace {
-
-/// Rank 0 announces and sends every block 10 bytes short: the sizes agree with what arrives, and the
-/// stream inside is truncated.
-struct Shortening {
-  using request = Local::request;
-  Local inner;
-  int rank() const { return inner.rank(); }
-  int size() const { return inner.size(); }
-  request isend_async(int peer, int tag, std::span<const std::byte> bytes) {
-    std::vector<std::byte> copy(bytes.begin(), bytes.end());
-    if (inner.rank() == 0 && tag == size_tag) {
-      for (std::size_t i = 0; i + 8 <= copy.size(); i += 8) {
-        std::uint64_t v;
-        std::memcpy(&v, copy.data() + i, 8);
-        v -= 10;
-        std::memcpy(copy.data() + i, &v, 8);
-      }
-    }
-    if (inner.rank() == 0 && tag == data_tag) copy.resize(copy.size() - 10);
-    return inner.isend_async(peer, tag, copy);
-  }
-  request irecv_async(int peer, int tag, std::span<std::byte> bytes) { return inner.irecv_async(peer, tag, bytes); }
-  void wait(request& r) { inner.wait(r); }
-  bool test(request& r) { return inner.test(r); }
-  Shortening split(int color, int key) { return Shortening{inner.split(color, key)}; }
-};
-
-}  // namespace
-
-TEST_CASE("A peer that sends a short block (its size word agreeing) makes the receiver raise format_error",
-          "[collective][corruption]") {
-  REQUIRE_THROWS_AS(run_local(3,
-                              [](Local& t) {
-                                zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> coll{
-                                    Shortening{t}, {.error_bound = zcoll::absolute(eb)}};
-                                auto data = contribution<float>(t.rank(), 4000);
-                                coll.bcast(std::span<float>(data), 0);
-                              }),
-                    zcoll::format_error);
 }
 
 TEST_CASE("Collective argument errors name the argument", "[collective]") {

@@ -45,6 +45,13 @@ TEMPLATE_TEST_CASE("exactly_within at the bound, one ulp over, NaN and Inf", "[c
     CHECK_FALSE(zcoll::exactly_within(T(0), -inf, 1e300));
     CHECK_FALSE(zcoll::exactly_within(T(1), T(1), std::numeric_limits<double>::quiet_NaN()));
   }
+  SECTION("a bound of +inf (none stated) holds for finite values that overflowed, never for NaN") {
+    CHECK(zcoll::exactly_within(std::numeric_limits<T>::max(), inf, dinf));
+    CHECK(zcoll::exactly_within(T(-1), -inf, dinf));
+    CHECK(zcoll::exactly_within(T(0), std::numeric_limits<T>::lowest(), dinf));
+    CHECK_FALSE(zcoll::exactly_within(T(1), nan, dinf));
+    CHECK_FALSE(zcoll::exactly_within(inf, inf, dinf));
+  }
   SECTION("the largest finite values") {
     const T max = std::numeric_limits<T>::max();
     CHECK(zcoll::exactly_within(max, max, 0.0));

@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include "zcoll/core/checked_size.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
 #include "zcoll/codec/span_codec.hpp"
@@ -131,7 +132,8 @@ class Cast : public span_codec<Cast<Format>> {
   /// Bytes compress writes for `count` values: always exactly this many.
   template <floating_value T>
   static std::size_t max_compressed_size(std::size_t count) {
-    return stream_header_size_bytes + count * sizeof(storage);
+    return checked_add(stream_header_size_bytes, checked_multiply(count, sizeof(storage), "max_compressed_size", "count"),
+                       "max_compressed_size", "stream bytes");
   }
 
   using span_codec<Cast>::decompress;

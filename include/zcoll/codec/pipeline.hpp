@@ -40,6 +40,7 @@
 #include <variant>
 #include <vector>
 
+#include "zcoll/core/checked_size.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
 #include "zcoll/codec/span_codec.hpp"
@@ -137,8 +138,13 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   template <floating_value T>
   static std::size_t max_compressed_size(std::size_t count, std::uint32_t chunk_values) {
     const std::uint64_t chunks = chunk_count_for(count, chunk_values);
-    return stream_prefix_size_bytes(static_cast<std::uint32_t>(chunks)) + max_parameter_section_bytes + chunks +
-           count * sizeof(T);
+    if (chunks > std::numeric_limits<std::uint32_t>::max()) {
+      throw argument_error("max_compressed_size: " + std::to_string(count) + " values need more than 2^32 chunks of " +
+                           std::to_string(chunk_values) + "; raise chunk_values");
+    }
+    const std::size_t prefix = stream_prefix_size_bytes(static_cast<std::uint32_t>(chunks)) + max_parameter_section_bytes + chunks;
+    return checked_add(prefix, checked_multiply(count, sizeof(T), "max_compressed_size", "count"), "max_compressed_size",
+                       "stream bytes");
   }
   template <floating_value T>
   std::size_t max_compressed_size(std::size_t count) const {

@@ -51,6 +51,7 @@
 #include <string>
 #include <vector>
 
+#include "zcoll/core/checked_size.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
 #include "zcoll/codec/compress_to_vector.hpp"
@@ -343,8 +344,10 @@ class TopK {
 
   /// Bytes compress may write for `count` values: header, form, kept count, every value and a bitmap.
   template <floating_value T>
-  static constexpr std::size_t max_compressed_size(std::size_t count) {
-    return detail::topk::values_offset + count * sizeof(T) + sparsify::mask_size_bytes(count);
+  static std::size_t max_compressed_size(std::size_t count) {
+    const std::size_t values = checked_multiply(count, sizeof(T), "max_compressed_size", "count");
+    return checked_add(detail::topk::values_offset + sparsify::mask_size_bytes(count), values, "max_compressed_size",
+                       "stream bytes");
   }
 
   /// Compresses `in` into `out` (at least max_compressed_size<T>(in.size()) bytes); returns the bytes

@@ -43,6 +43,8 @@
 #include "zcoll/codec/error_feedback.hpp"
 #include "zcoll/codec/presets.hpp"
 #include "zcoll/collective/collective_report.hpp"
+#include "zcoll/collective/verify.hpp"
+#include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/error_bound.hpp"
 #include "zcoll/core/exec.hpp"
@@ -73,6 +75,14 @@ struct collective_config {
   /// polls the transport, decompressing and reducing the segments that have arrived; compression,
   /// transfer and decompression of one hop overlap. 0 sends each hop as one stream.
   std::size_t pipeline_values = std::size_t{1} << 18;
+  /// Verify mode (docs/reliability.md): before each call the ranks exchange what they were called with
+  /// (operation, value type, counts, root, reduction, this configuration) and any argument error, and
+  /// every rank raises the same argument_error when one rank's call differs; during the call, an error a
+  /// rank meets (a damaged or wrongly sized block from a peer, a codec refusing this rank's values) is
+  /// held instead of thrown and the rank goes on with the schedule, so nobody waits for it; after the
+  /// call the ranks exchange what they held and every rank raises the same error, naming the rank that
+  /// met it and the rank whose block it was. Costs two exact allgathers of 88 and 256 bytes per rank.
+  bool verify = false;
 };
 
 template <schedule::schedule S, codec Codec>
@@ -96,7 +106,8 @@ class Compressed {
   void allgather(std::span<const T> mine, std::span<T> all, std::span<const T> reference = {}) {
     static_assert(S::supports(op_kind::allgather),
                   "Compressed::allgather: this schedule has no allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
-    check_size("allgather", "all", all.size(), mine.size() * static_cast<std::size_t>(size()));
+    preflight<T>("allgather", mine.size(), 0, nullptr,
+                 [&] { check_size("allgather", "all", all.size(), per_rank_total("allgather", "mine", mine.size())); });
     begin("allgather", mine.size_bytes(), mine.size_bytes());
     const std::size_t n = mine.size();
     std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(rank())));
@@ -110,7 +121,7 @@ class Compressed {
   void bcast(std::span<T> data, int root, std::span<const T> reference = {}) {
     static_assert(S::supports(op_kind::bcast),
                   "Compressed::bcast: this schedule has no bcast; use zcoll::BinomialTree or zcoll::ScatterAllgather");
-    check_root("bcast", root);
+    preflight<T>("bcast", data.size(), root, nullptr, [&] { check_root("bcast", root); });
     begin("bcast", rank() == root ? data.size_bytes() : 0, data.size_bytes());
     // One block (the tree), or pieces (scatter + allgather): block b is the b-th of `blocks` pieces.
     const auto blocks = static_cast<std::size_t>(schedule::blocks_of<S>(op_kind::bcast, size()));
@@ -131,9 +142,12 @@ class Compressed {
   void scatter(std::span<const T> all, std::span<T> mine, int root, std::span<const T> reference = {}) {
     static_assert(S::supports(op_kind::scatter),
                   "Compressed::scatter: this schedule has no scatter; use zcoll::BinomialTree");
-    check_root("scatter", root);
     const std::size_t n = mine.size();
-    if (rank() == root) check_size("scatter", "all", all.size(), n * static_cast<std::size_t>(size()));
+    preflight<T>("scatter", n, root, nullptr, [&] {
+      check_root("scatter", root);
+      const std::size_t total = per_rank_total("scatter", "mine", n);  // on every rank: all raise alike
+      if (rank() == root) check_size("scatter", "all", all.size(), total);
+    });
     begin("scatter", rank() == root ? all.size_bytes() : 0, mine.size_bytes());
     // Root-side blocks in relative order; the root's own block is copied exactly.
     const auto owner = [&](int k) { return (root + k) % size(); };
@@ -152,9 +166,12 @@ class Compressed {
   template <floating_value T>
   void gather(std::span<const T> mine, std::span<T> all, int root, std::span<const T> reference = {}) {
     static_assert(S::supports(op_kind::gather), "Compressed::gather: this schedule has no gather; use zcoll::BinomialTree");
-    check_root("gather", root);
     const std::size_t n = mine.size();
-    if (rank() == root) check_size("gather", "all", all.size(), n * static_cast<std::size_t>(size()));
+    preflight<T>("gather", n, root, nullptr, [&] {
+      check_root("gather", root);
+      const std::size_t total = per_rank_total("gather", "mine", n);  // on every rank: all raise alike
+      if (rank() == root) check_size("gather", "all", all.size(), total);
+    });
     begin("gather", mine.size_bytes(), mine.size_bytes());
     const auto owner = [&](int k) { return (root + k) % size(); };
     if (rank() == root) std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(root)));
@@ -170,11 +187,13 @@ class Compressed {
   void alltoall(std::span<const T> in, std::span<T> out, std::span<const T> reference = {}) {
     static_assert(S::supports(op_kind::alltoall), "Compressed::alltoall: this schedule has no alltoall; use zcoll::Pairwise");
     const auto p = static_cast<std::size_t>(size());
-    if (in.size() % p != 0) {
-      throw argument_error("alltoall: in has " + std::to_string(in.size()) + " values, not a multiple of the " +
-                           std::to_string(p) + " ranks");
-    }
-    check_size("alltoall", "out", out.size(), in.size());
+    preflight<T>("alltoall", in.size(), 0, nullptr, [&] {
+      if (in.size() % p != 0) {
+        throw argument_error("alltoall: in has " + std::to_string(in.size()) + " values, not a multiple of the " +
+                             std::to_string(p) + " ranks");
+      }
+      check_size("alltoall", "out", out.size(), in.size());
+    });
     begin("alltoall", in.size_bytes(), in.size_bytes() / p);
     alltoall_blocks<T>(in, out, in.size() / p);
     finish<T>(out, reference);
@@ -193,13 +212,16 @@ class Compressed {
                   "Compressed::alltoallv: this schedule has no alltoall; use zcoll::Pairwise");
     const auto p = static_cast<std::size_t>(size());
     const auto me = static_cast<std::size_t>(rank());
-    check_counts("alltoallv", "send_counts", send_counts, "in", in.size());
-    check_counts("alltoallv", "recv_counts", recv_counts, "out", out.size());
-    if (send_counts[me] != recv_counts[me]) {
-      throw argument_error("alltoallv: send_counts[" + std::to_string(me) + "] = " + std::to_string(send_counts[me]) +
-                           " and recv_counts[" + std::to_string(me) + "] = " + std::to_string(recv_counts[me]) +
-                           " (this rank's own block) differ");
-    }
+    // The counts differ from rank to rank; a pair that disagrees shows as a block of another length.
+    preflight<T>("alltoallv", 0, 0, nullptr, [&] {
+      check_counts("alltoallv", "send_counts", send_counts, "in", in.size());
+      check_counts("alltoallv", "recv_counts", recv_counts, "out", out.size());
+      if (send_counts[me] != recv_counts[me]) {
+        throw argument_error("alltoallv: send_counts[" + std::to_string(me) + "] = " + std::to_string(send_counts[me]) +
+                             " and recv_counts[" + std::to_string(me) + "] = " + std::to_string(recv_counts[me]) +
+                             " (this rank's own block) differ");
+      }
+    });
     begin("alltoallv", in.size_bytes(), 0);
     std::vector<std::size_t> send_first(p + 1, 0), recv_first(p + 1, 0);
     for (std::size_t b = 0; b < p; ++b) {
@@ -226,13 +248,14 @@ class Compressed {
       const schedule::exchange idle{};
       exchange(send_compressed ? st.send : idle, std::as_bytes(std::span(&out_size, 1)),
                recv_compressed ? st.recv : idle, std::as_writable_bytes(std::span(&in_size, 1)), size_tag, 0);
-      if (recv_compressed) check_peer_size<T>(in_size, received_values.size(), st.recv.peer);
+      if (recv_compressed) in_size = peer_size<T>(in_size, received_values.size(), st.recv.peer);
       staging_.resize(static_cast<std::size_t>(in_size));
       exchange(st.send, std::span<const std::byte>(arena_).first(sent.size), st.recv,
                std::span<std::byte>(staging_).first(static_cast<std::size_t>(in_size)), data_tag,
                sent_values.size_bytes());
       compress_now_ = recv_compressed;
-      decode<T>(codec_, std::span<const std::byte>(staging_).first(static_cast<std::size_t>(in_size)), received_values);
+      decode<T>(codec_, std::span<const std::byte>(staging_).first(static_cast<std::size_t>(in_size)), received_values,
+                st.recv.peer);
     }
     compress_now_ = any_compressed;
     report_.compressed = any_compressed;
@@ -245,10 +268,12 @@ class Compressed {
   void reduce_scatter(std::span<const T> in, std::span<T> out, Op op, std::span<const T> reference = {}) {
     static_assert(S::supports(op_kind::reduce_scatter),
                   "Compressed::reduce_scatter: this schedule has no reduce_scatter; use zcoll::Ring");
-    check_size("reduce_scatter", "in", in.size(), out.size() * static_cast<std::size_t>(size()));
+    preflight<T>("reduce_scatter", out.size(), 0, Op::name, [&] {
+      check_size("reduce_scatter", "in", in.size(), per_rank_total("reduce_scatter", "out", out.size()));
+      check_rows("reduce_scatter", "a block (out)", out.size());
+    });
     begin("reduce_scatter", in.size_bytes(), in.size_bytes());
     work_as<T>().assign(in.begin(), in.end());
-    check_rows("reduce_scatter", "a block (out)", out.size());
     const double eb = hop_bound<T>(in);
     reduce_blocks<T>(op_kind::reduce_scatter, hop_codec(eb), op, [&](int b) {
       return std::pair{out.size() * static_cast<std::size_t>(b), out.size()};
@@ -268,11 +293,13 @@ class Compressed {
                   "zcoll::Ring or zcoll::RecursiveDoubling");
     const std::size_t n = data.size();
     const auto p = static_cast<std::size_t>(size());
-    if (config_.row_length > 0 && n % (p * config_.row_length) != 0) {
-      throw argument_error("allreduce: data of " + std::to_string(n) + " values is not a whole number of rows of " +
-                           std::to_string(config_.row_length) + " (collective_config::row_length) per rank for " +
-                           std::to_string(p) + " ranks");
-    }
+    preflight<T>("allreduce", n, 0, Op::name, [&] {
+      if (config_.row_length > 0 && n % (p * config_.row_length) != 0) {
+        throw argument_error("allreduce: data of " + std::to_string(n) + " values is not a whole number of rows of " +
+                             std::to_string(config_.row_length) + " (collective_config::row_length) per rank for " +
+                             std::to_string(p) + " ranks");
+      }
+    });
     begin("allreduce", data.size_bytes(), data.size_bytes());
     const double eb = hop_bound<T>(data);
     const Codec& hops = hop_codec(eb);
@@ -335,16 +362,119 @@ class Compressed {
     }
   }
 
+  /// size() blocks of `values` values each (argument_error naming `what` when that does not fit in size_t).
+  std::size_t per_rank_total(const char* call, const char* what, std::size_t values) const {
+    return checked_multiply(values, static_cast<std::size_t>(size()), call, (std::string(what) + ".size() x ranks").c_str());
+  }
+
   /// A peer's size word for a compressed block of `values` values: never more than the codec may write
-  /// (a larger one is a damaged or hostile message, refused before anything is allocated for it).
+  /// (a larger one is a damaged or hostile message, refused before anything is allocated for it). Returns
+  /// the bytes to receive: `bytes`, or in verify mode, with the fault held, the most the codec may write
+  /// (the message then fails as one of another size, and the schedule goes on).
   template <floating_value T>
-  void check_peer_size(std::uint64_t bytes, std::size_t values, int peer) const {
+  std::uint64_t peer_size(std::uint64_t bytes, std::size_t values, int peer) {
     const std::size_t most = codec_.template max_compressed_size<T>(values);
     if (bytes > most) {
-      throw format_error("rank " + std::to_string(peer) + " announced a compressed block of " + std::to_string(bytes) +
-                         " bytes for " + std::to_string(values) + " values; at most " + std::to_string(most) +
-                         " are possible");
+      fail(format_error("rank " + std::to_string(peer) + " announced a compressed block of " + std::to_string(bytes) +
+                        " bytes for " + std::to_string(values) + " values; at most " + std::to_string(most) +
+                        " are possible"),
+           peer);
+      return most;
     }
+    return bytes;
+  }
+
+  // ---- faults and verify mode ----------------------------------------------------------------------
+
+  /// Raises `e`; in verify mode holds it instead (the first one a call meets), for finish() to report on
+  /// every rank. `from` is the rank whose message it was in, or -1.
+  template <class E>
+  void fail(const E& e, int from) {
+    if (!config_.verify) throw e;
+    if (fault_) return;
+    constexpr auto kind = std::is_same_v<E, argument_error> ? verify::fault_kind::argument
+                          : std::is_same_v<E, format_error> ? verify::fault_kind::format
+                                                            : verify::fault_kind::transport;
+    fault_ = verify::fault_record::of(kind, rank(), from, without_prefix(e.what()));
+  }
+
+  /// Runs `step`; an error of zcoll's that it raises goes to fail(). Returns whether it succeeded.
+  template <class Step>
+  bool guarded(int from, Step&& step) {
+    try {
+      step();
+      return true;
+    } catch (const argument_error& e) {
+      fail(e, from);
+    } catch (const format_error& e) {
+      fail(e, from);
+    } catch (const transport_error& e) {
+      fail(e, from);
+    }
+    return false;
+  }
+
+  /// An exception's text without the "zcoll ... error: " its class puts first (it is raised again).
+  static std::string without_prefix(std::string_view what) {
+    const auto colon = what.find(": ");
+    return what.substr(0, 6) == "zcoll " && colon != std::string_view::npos ? std::string(what.substr(colon + 2))
+                                                                            : std::string(what);
+  }
+
+  /// The argument checks of a call. Without verify they throw where they fail. With verify every rank
+  /// sends its call signature and any argument error to every other (one exact allgather), and all raise
+  /// the same error: the first argument error, else the first rank whose call differs from rank 0's.
+  template <floating_value T, class Checks>
+  void preflight(const char* operation, std::size_t count, int root, const char* reduction, Checks checks) {
+    fault_.reset();
+    if (!config_.verify) {
+      checks();
+      return;
+    }
+    struct entry {
+      verify::call_signature signature;
+      verify::fault_record fault;
+    };
+    std::vector<entry> all(static_cast<std::size_t>(size()));
+    entry& mine = all[static_cast<std::size_t>(rank())];
+    mine.signature = {.operation = verify::name_code(operation),
+                      .value_bytes = sizeof(T),
+                      .count = count,
+                      .root = static_cast<std::uint64_t>(root),
+                      .reduction = reduction ? verify::name_code(reduction) : 0,
+                      .bound_mode = static_cast<std::uint64_t>(config_.error_bound.mode),
+                      .bound_bits = std::bit_cast<std::uint64_t>(config_.error_bound.value),
+                      .chunk_values = config_.chunk_values,
+                      .min_compressed_bytes = config_.min_compressed_bytes,
+                      .row_length = config_.row_length,
+                      .pipeline_values = config_.pipeline_values};
+    try {
+      checks();
+    } catch (const argument_error& e) {
+      mine.fault = verify::fault_record::of(verify::fault_kind::argument, rank(), -1, without_prefix(e.what()));
+    }
+    exact_allgather(std::span<entry>(all));
+    std::vector<verify::fault_record> faults;
+    std::vector<verify::call_signature> signatures;
+    for (const auto& e : all) {
+      faults.push_back(e.fault);
+      signatures.push_back(e.signature);
+    }
+    if (const auto* f = verify::first_fault(faults)) verify::raise(*f, operation);
+    if (const auto why = verify::first_mismatch(signatures)) {
+      throw argument_error(std::string(operation) + " (verify): " + *why);
+    }
+  }
+
+  /// Verify mode, at the end of a call: the ranks exchange the fault each held (one exact allgather)
+  /// and every rank raises the same one, if any.
+  void settle_faults() {
+    if (!config_.verify) return;
+    std::vector<verify::fault_record> all(static_cast<std::size_t>(size()));
+    if (fault_) all[static_cast<std::size_t>(rank())] = *fault_;
+    fault_.reset();
+    exact_allgather(std::span<verify::fault_record>(all));
+    if (const auto* f = verify::first_fault(all)) verify::raise(*f, report_.operation.c_str());
   }
 
   /// One count per rank, adding up to the buffer's length.
@@ -355,7 +485,7 @@ class Compressed {
                            " entries, one per rank (" + std::to_string(size()) + ") expected");
     }
     std::size_t total = 0;
-    for (const auto c : counts) total += c;
+    for (const auto c : counts) total = checked_add(total, c, call, counts_name);
     if (total != buffer_values) {
       throw argument_error(std::string(call) + ": " + counts_name + " add up to " + std::to_string(total) +
                            " values, " + buffer_name + " holds " + std::to_string(buffer_values));
@@ -387,6 +517,7 @@ class Compressed {
 
   template <floating_value T>
   void finish(std::span<const T> result, std::span<const T> reference) {
+    settle_faults();
     report_.ratio = report_.bytes_sent > 0
                         ? static_cast<double>(report_.raw_bytes_sent) / static_cast<double>(report_.bytes_sent)
                         : 1.0;
@@ -448,8 +579,8 @@ class Compressed {
       report_.bytes_sent += out.size();
       report_.raw_bytes_sent += raw_bytes;
     }
-    transport_.wait(s);
-    transport_.wait(r);
+    guarded(send.peer, [&] { transport_.wait(s); });
+    guarded(recv.peer, [&] { transport_.wait(r); });
     report_.communicate_s += seconds_since(start);
   }
 
@@ -464,15 +595,21 @@ class Compressed {
     if (compress_now_) {
       buffer.resize(std::max(buffer.size(), at + codec.template max_compressed_size<T>(values.size())));
       const auto out = std::span<std::byte>(buffer).subspan(at);
-      if constexpr (carries_feedback<C>) {
-        // Feedback only where a key names the hop; data movement compresses each block once, plainly.
-        written = key != no_feedback ? codec.compress(exec(), values, out, key).size()
-                                     : codec.inner().compress(exec(), values, out).size();
-      } else {
-        written = codec.compress(exec(), values, out).size();
-      }
+      // A codec that refuses this rank's values (argument_error): in verify mode the fault is held and
+      // an empty block goes out, which its receivers find damaged, so the schedule still completes.
+      const bool compressed = guarded(-1, [&] {
+        if constexpr (carries_feedback<C>) {
+          // Feedback only where a key names the hop; data movement compresses each block once, plainly.
+          written = key != no_feedback ? codec.compress(exec(), values, out, key).size()
+                                       : codec.inner().compress(exec(), values, out).size();
+        } else {
+          written = codec.compress(exec(), values, out).size();
+        }
+      });
       const auto stream = std::span<const std::byte>(buffer).subspan(at, written);
-      last_encode_bound_ = key != no_feedback ? sent_bound<C>(stream, key) : read_stream_header(stream).error_bound;
+      last_encode_bound_ = !compressed               ? 0.0
+                           : key != no_feedback ? sent_bound<C>(stream, key)
+                                                : read_stream_header(stream).error_bound;
     } else {
       buffer.resize(std::max(buffer.size(), at + values.size_bytes()));
       if (!values.empty()) std::memcpy(buffer.data() + at, values.data(), values.size_bytes());
@@ -482,10 +619,19 @@ class Compressed {
     return {at, written};
   }
 
-  /// Decodes one received block into `out`; a block that does not hold out.size() values of T is a
-  /// format_error, whatever the peer claimed.
+  /// Decodes one received block, sent by rank `from`, into `out`; a block that does not hold out.size()
+  /// values of T is a format_error, whatever the peer claimed, and every format_error names `from`.
   template <floating_value T, class C>
-  void decode(const C& codec, std::span<const std::byte> bytes, std::span<T> out) {
+  void decode(const C& codec, std::span<const std::byte> bytes, std::span<T> out, int from) {
+    try {
+      decode_block<T>(codec, bytes, out);
+    } catch (const format_error& e) {
+      fail(format_error("block from rank " + std::to_string(from) + ": " + without_prefix(e.what())), from);
+    }
+  }
+
+  template <floating_value T, class C>
+  void decode_block(const C& codec, std::span<const std::byte> bytes, std::span<T> out) {
     const auto start = clock::now();
     if (compress_now_) {
       const stream_header header = read_stream_header(bytes);
@@ -591,6 +737,10 @@ class Compressed {
         const schedule::step st = S::at(op, p, me, r, root);
         exchange(st.send, std::as_bytes(word_range(st.send)), st.recv, std::as_writable_bytes(word_range(st.recv)),
                  size_tag, 0);
+        // Checked before the arena is sized by them (a hostile word must not allocate).
+        for (int b = st.recv.first_block; st.recv.active() && b < st.recv.first_block + st.recv.block_count; ++b) {
+          sizes_[index(b)] = peer_size<T>(sizes_[index(b)], values_of(b), st.recv.peer);
+        }
       }
     } else {
       for (int b = 0; b < blocks; ++b) sizes_[index(b)] = values_of(b) * sizeof(T);
@@ -623,7 +773,7 @@ class Compressed {
         }
         std::size_t at = 0;
         for (int b = st.recv.first_block; b < st.recv.first_block + st.recv.block_count; ++b) {
-          blocks_[index(b)] = {in.data() + at, static_cast<std::size_t>(sizes_[index(b)])};
+          blocks_[index(b)] = {in.data() + at, static_cast<std::size_t>(sizes_[index(b)]), st.recv.peer};
           at += static_cast<std::size_t>(sizes_[index(b)]);
         }
       }
@@ -639,7 +789,7 @@ class Compressed {
       const auto dest = destination(b);
       const block_location located = blocks_[index(b)];
       if (held(b) || dest.empty() || located.data == reinterpret_cast<const std::byte*>(dest.data())) continue;
-      decode<T>(codec, std::span<const std::byte>(located.data, located.size), dest);
+      decode<T>(codec, std::span<const std::byte>(located.data, located.size), dest, located.from);
     }
   }
 
@@ -717,13 +867,13 @@ class Compressed {
       }
       exchange(st.send, std::as_bytes(std::span(&out_size, st.send.active() ? 1 : 0)), st.recv,
                std::as_writable_bytes(std::span(&in_size, st.recv.active() ? 1 : 0)), size_tag, 0);
-      if (st.recv.active()) check_peer_size<T>(in_size, n, st.recv.peer);
+      if (st.recv.active()) in_size = peer_size<T>(in_size, n, st.recv.peer);
       staging_.resize(static_cast<std::size_t>(in_size));
       exchange(st.send, std::span<const std::byte>(arena_).first(sent.size), st.recv,
                std::span<std::byte>(staging_).first(static_cast<std::size_t>(in_size)), data_tag, n * sizeof(T));
       if (st.recv.active()) {
         decode<T>(codec_, std::span<const std::byte>(staging_).first(static_cast<std::size_t>(in_size)),
-                  out.subspan(n * static_cast<std::size_t>(st.recv.first_block), n));
+                  out.subspan(n * static_cast<std::size_t>(st.recv.first_block), n), st.recv.peer);
       }
     }
   }
@@ -753,17 +903,29 @@ class Compressed {
     return absolute_bound(config_.error_bound, all.range());
   }
 
-  /// Exact allgather of 16 bytes per rank over the Ring schedule, whatever S is (used for value ranges
-  /// and error bounds).
-  void exact_allgather_pairs(std::vector<double>& pairs) {
+  /// Exact allgather of one record per rank (all[rank()] filled in) over the Ring schedule, whatever S
+  /// is: value ranges, error bounds, verify mode's signatures and faults.
+  template <class Record>
+  void exact_allgather(std::span<Record> all) {
+    static_assert(std::is_trivially_copyable_v<Record>);
     const int p = size(), me = rank();
     const auto block = [&](const schedule::exchange& e) {
-      return e.active() ? std::span(pairs).subspan(2 * static_cast<std::size_t>(e.first_block), 2) : std::span<double>{};
+      return e.active() ? all.subspan(static_cast<std::size_t>(e.first_block), 1) : std::span<Record>{};
     };
     for (int r = 0; r < Ring::rounds(op_kind::allgather, p); ++r) {
       const schedule::step st = Ring::at(op_kind::allgather, p, me, r);
       exchange(st.send, std::as_bytes(block(st.send)), st.recv, std::as_writable_bytes(block(st.recv)), size_tag, 0);
     }
+  }
+  /// Two doubles per rank, in place in `pairs`.
+  void exact_allgather_pairs(std::vector<double>& pairs) {
+    struct pair {
+      double first, second;
+    };
+    std::vector<pair> all(pairs.size() / 2);
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = {pairs[2 * i], pairs[2 * i + 1]};
+    exact_allgather(std::span<pair>(all));
+    for (std::size_t i = 0; i < all.size(); ++i) std::tie(pairs[2 * i], pairs[2 * i + 1]) = std::pair{all[i].first, all[i].second};
   }
 
   /// The computation engine over `work` (this rank's values, reduced in place): each step compresses the
@@ -794,7 +956,8 @@ class Compressed {
   /// One segment of a pipelined hop: the values [lo, lo + count) of `work`, and its message requests.
   struct hop_segment {
     std::size_t lo = 0, count = 0;
-    slot stream{};  // sending: where its stream is in the arena
+    slot stream{};                   // sending: where its stream is in the arena
+    std::size_t received_bytes = 0;  // receiving: the size its header announced (checked)
     transport::AnyTransport::request header, data;
   };
 
@@ -825,9 +988,11 @@ class Compressed {
     std::vector<hop_segment>& in = in_segments_;
     out.clear();
     in.clear();
+    std::size_t hop_values = 0;  // the values received in this hop
     if (st.recv.active()) {
       const auto [lo, count] = values(st.recv);
       split_segments(lo, count, in);
+      hop_values = count;
     }
     in_headers_.assign(in.size(), hop_header{});
     in_bytes_.resize(std::max(in_bytes_.size(), in.size()));
@@ -860,26 +1025,26 @@ class Compressed {
       const auto start = clock::now();
       double busy = 0.0;  // decoding and reducing, counted apart from communication
       while (segments_in < in.size()) {
-        while (headers_in < in.size() && transport_.test(in[headers_in].header)) {
-          post_segment_receive<T>(st.recv.peer, in, headers_in++);
+        while (headers_in < in.size() && test_held(in[headers_in].header, st.recv.peer)) {
+          post_segment_receive<T>(st.recv.peer, in, headers_in++, hop_values);
         }
         hop_segment& next = in[segments_in];
         const bool overlaps_unsent = next.lo < unsent_hi && unsent_lo < next.lo + next.count;
         const bool ready = segments_in < headers_in && !overlaps_unsent &&
-                           (blocking ? (transport_.wait(next.data), true) : transport_.test(next.data));
+                           (blocking ? (wait_held(next.data, st.recv.peer), true) : test_held(next.data, st.recv.peer));
         if (ready) {
           const auto work_start = clock::now();
           const hop_header& h = in_headers_[segments_in];
           received = {std::max(received.bound, h.error_bound), std::max(received.compressions, h.compressions)};
-          reduce_segment<T>(hops, std::span<const std::byte>(in_bytes_[segments_in]).first(h.size_bytes), next,
-                            st.recv.reduce, op, work);
+          reduce_segment<T>(hops, std::span<const std::byte>(in_bytes_[segments_in]).first(in[segments_in].received_bytes),
+                            next, st.recv.reduce, op, work, st.recv.peer);
           ++segments_in;
           busy += seconds_since(work_start);
         } else if (!blocking) {
           break;
         } else if (segments_in == headers_in) {
-          transport_.wait(in[headers_in].header);
-          post_segment_receive<T>(st.recv.peer, in, headers_in++);
+          wait_held(in[headers_in].header, st.recv.peer);
+          post_segment_receive<T>(st.recv.peer, in, headers_in++, hop_values);
         }
       }
       report_.communicate_s += seconds_since(start) - busy;
@@ -890,7 +1055,8 @@ class Compressed {
       const auto values_of = std::span<const T>(work).subspan(segment.lo, segment.count);
       segment.stream = encode<T>(hops, values_of, arena_, segment.stream.offset, key);
       const hop_error sent_error = carried.after_compression(last_encode_bound_);
-      out_headers_[k] = {segment.stream.size, sent_error.bound, sent_error.compressions};
+      out_headers_[k] = {segment.stream.size, sent_error.bound, sent_error.compressions, segment.count,
+                         values(st.send).second};
       unsent_lo = segment.lo + segment.count;
       const auto start = clock::now();
       segment.header = transport_.isend_async(st.send.peer, size_tag, std::as_bytes(std::span(&out_headers_[k], 1)));
@@ -905,8 +1071,8 @@ class Compressed {
     take_arrivals(true);
     const auto start = clock::now();
     for (auto& segment : out) {
-      transport_.wait(segment.header);
-      transport_.wait(segment.data);
+      wait_held(segment.header, st.send.peer);
+      wait_held(segment.data, st.send.peer);
     }
     report_.communicate_s += seconds_since(start);
     for (int b = st.recv.first_block; st.recv.active() && b < st.recv.first_block + st.recv.block_count; ++b) {
@@ -915,22 +1081,42 @@ class Compressed {
     }
   }
 
-  /// A segment's header has arrived: checks the size it announces and posts the receive of its bytes.
+  /// A segment's header has arrived: checks that the sender cut the hop as this rank did and the size
+  /// it announces, and posts the receive of its bytes.
   template <floating_value T>
-  void post_segment_receive(int peer, std::vector<hop_segment>& in, std::size_t k) {
-    const std::uint64_t bytes = in_headers_[k].size_bytes;
-    check_peer_size<T>(bytes, in[k].count, peer);
-    in_bytes_[k].resize(static_cast<std::size_t>(bytes));
+  void post_segment_receive(int peer, std::vector<hop_segment>& in, std::size_t k, std::size_t hop_values) {
+    const hop_header& h = in_headers_[k];
+    if (h.segment_values != in[k].count || h.hop_values != hop_values) {
+      fail(format_error("rank " + std::to_string(peer) + " sends a segment of " + std::to_string(h.segment_values) +
+                        " of " + std::to_string(h.hop_values) + " values where this rank expects " +
+                        std::to_string(in[k].count) + " of " + std::to_string(hop_values) +
+                        " (were the ranks called with the same count and configuration?)"),
+           peer);
+    }
+    const std::uint64_t bytes = peer_size<T>(h.size_bytes, in[k].count, peer);
+    in[k].received_bytes = static_cast<std::size_t>(bytes);
+    in_bytes_[k].resize(in[k].received_bytes);
     in[k].data = transport_.irecv_async(peer, data_tag, std::span<std::byte>(in_bytes_[k]));
+  }
+
+  /// transport_.wait and test through guarded(): in verify mode a failed message is held, and counts
+  /// as complete.
+  void wait_held(transport::AnyTransport::request& r, int peer) {
+    guarded(peer, [&] { transport_.wait(r); });
+  }
+  bool test_held(transport::AnyTransport::request& r, int peer) {
+    bool done = true;
+    guarded(peer, [&] { done = transport_.test(r); });
+    return done;
   }
 
   /// Decodes one received segment and reduces it into (or, for a fold-out, copies it to) its values.
   template <floating_value T, class Op>
   void reduce_segment(const Codec& hops, std::span<const std::byte> bytes, const hop_segment& segment, bool reduce,
-                      Op op, std::span<T> work) {
+                      Op op, std::span<T> work, int from) {
     auto& incoming = incoming_as<T>();
     incoming.resize(segment.count);
-    decode<T>(hops, bytes, std::span<T>(incoming));
+    decode<T>(hops, bytes, std::span<T>(incoming), from);
     const auto start = clock::now();
     combine_into(work.data() + segment.lo, incoming.data(), segment.count, reduce, op);
     report_.reduce_s += seconds_since(start);
@@ -1014,6 +1200,8 @@ class Compressed {
     std::uint64_t size_bytes = 0;
     double error_bound = 0.0;
     double compressions = 0.0;
+    std::uint64_t segment_values = 0;  // what the sender cut: a receiver that expects other segments
+    std::uint64_t hop_values = 0;      // (ranks called with other counts) fails at once, never waits
   };
 
   // work_ and incoming_ hold floats or doubles; both kinds are kept so either type reuses its scratch.
@@ -1038,6 +1226,7 @@ class Compressed {
   collective_report report_;
   clock::time_point started_;
   bool compress_now_ = false;
+  std::optional<verify::fault_record> fault_;  // verify mode: the first error this call met, held
   double max_block_bound_ = 0.0;
   bool reduction_ = false;  // the call reduces (the bound comes from error_), or only moves data
   std::vector<hop_error> error_;  // per block, during a reduction
@@ -1049,6 +1238,7 @@ class Compressed {
   struct block_location {
     const std::byte* data = nullptr;
     std::size_t size = 0;
+    int from = -1;  // the rank it was received from
   };
   std::vector<block_location> blocks_;
   std::vector<std::size_t> held_offsets_;

@@ -15,7 +15,9 @@
 namespace zcoll {
 
 /// |x - y| <= bound in exact arithmetic. The difference is computed in double with its rounding error
-/// recovered (TwoSum: x - y = s + e exactly), so the answer is exact for f32 and f64 alike.
+/// recovered (TwoSum: x - y = s + e exactly), so the answer is exact for f32 and f64 alike. A bound of
+/// +inf (a stream that states none, like a cast after an overflow) holds for every pair but NaN and
+/// infinities of the same sign, whose difference is NaN.
 template <floating_value T>
 bool exactly_within(T x, T y, double bound) {
   const double a = x, b = -static_cast<double>(y);
@@ -23,6 +25,7 @@ bool exactly_within(T x, T y, double bound) {
   const double bv = s - a;
   const double e = (a - (s - bv)) + (b - bv);
   const double m = std::abs(s);
+  if (bound == std::numeric_limits<double>::infinity()) return !std::isnan(s);  // no bound: any difference but NaN
   if (m < bound) return true;
   if (!(m == bound)) return false;  // larger, or NaN / overflow
   return e == 0.0 || std::signbit(e) != std::signbit(s);

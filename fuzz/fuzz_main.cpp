@@ -1,0 +1,57 @@
+// The libFuzzer targets (fuzz/fuzz_codecs.hpp), one binary for every codec and both targets:
+//
+// --target=decode: arbitrary bytes into the codec's decoder. Anything but values or zcoll::format_error —
+//   a crash, a sanitizer report, a leak, another exception, a hang — is a failure.
+// --target=round-trip: arbitrary values through the codec and back (round_trip_input's format); an element
+//   that breaks the bound its stream states aborts with the element, and so does any exception but the
+//   codec refusing its input with zcoll::argument_error.
+//
+//   zcoll-fuzz --codec=fzlight --target=decode -max_total_time=60 CORPUS_DIR
+//   zcoll-fuzz --write-seeds=OUT_DIR bench/data/*.f32
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <span>
+#include <vector>
+
+#include "fuzz_target.hpp"
+#include "seed_corpus.hpp"
+
+namespace {
+const zcoll_fuzz::fuzz_codec* codec = nullptr;
+zcoll_fuzz::target target = zcoll_fuzz::target::decode;
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
+  if (const auto out = zcoll_fuzz::flag(*argc, *argv, "write-seeds"); !out.empty()) {
+    std::vector<std::filesystem::path> fields;
+    for (int i = 1; i < *argc; ++i) {
+      if ((*argv)[i][0] != '-') fields.emplace_back((*argv)[i]);
+    }
+    const int files = zcoll_fuzz::write_seed_corpora(std::filesystem::path(out), fields);
+    std::printf("zcoll-fuzz: %d seed files for %zu codecs in %.*s\n", files, zcoll_fuzz::fuzz_codecs().size(),
+                static_cast<int>(out.size()), out.data());
+    std::exit(0);
+  }
+  codec = &zcoll_fuzz::codec_from_arguments(*argc, *argv);
+  target = zcoll_fuzz::target_from_arguments(*argc, *argv);
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::span<const std::uint8_t> input(data, size);
+  if (target == zcoll_fuzz::target::decode) {
+    try {
+      codec->decode(std::as_bytes(input));
+    } catch (const zcoll::format_error&) {
+      // the expected answer to a damaged stream
+    }
+    return 0;
+  }
+  if (const zcoll_fuzz::violation found = zcoll_fuzz::round_trip_input(*codec, input)) {
+    std::fprintf(stderr, "zcoll-fuzz: %s\n", zcoll_fuzz::describe(found, codec->name).c_str());
+    std::abort();
+  }
+  return 0;
+}

@@ -1,0 +1,35 @@
+#pragma once
+/// Size arithmetic that refuses to wrap: every entry point that multiplies or adds caller counts (buffer
+/// sizes, per-rank counts, stream bounds) goes through these, so a count near SIZE_MAX / sizeof(T) is an
+/// argument_error naming the call instead of a small wrapped size that lets a copy run past a buffer.
+///
+///     const std::size_t bytes = zcoll::checked_multiply(count, sizeof(T), "max_compressed_size", "count");
+
+#include <cstddef>
+#include <string>
+
+#include "zcoll/core/error.hpp"
+
+namespace zcoll {
+
+/// a * b; argument_error "<call>: <what> ... exceeds the addressable size" when it does not fit in size_t.
+inline std::size_t checked_multiply(std::size_t a, std::size_t b, const char* call, const char* what) {
+  std::size_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    throw argument_error(std::string(call) + ": " + what + " " + std::to_string(a) + " x " + std::to_string(b) +
+                         " exceeds the addressable size");
+  }
+  return product;
+}
+
+/// a + b, likewise.
+inline std::size_t checked_add(std::size_t a, std::size_t b, const char* call, const char* what) {
+  std::size_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) {
+    throw argument_error(std::string(call) + ": " + what + " " + std::to_string(a) + " + " + std::to_string(b) +
+                         " exceeds the addressable size");
+  }
+  return sum;
+}
+
+}  // namespace zcoll

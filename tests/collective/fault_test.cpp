@@ -1,0 +1,327 @@
+// Collectives under faults, on transport::Local (docs/reliability.md): a peer that sends a damaged, wrongly
+// typed, short or wrongly sized block; ranks called with different counts; a rank whose codec refuses its
+// values in the middle of a reduction. Without verify mode the rank that meets the fault raises an error
+// naming the peer, and the others end (Local aborts the group, as an MPI job ends on an uncaught error);
+// with verify mode every rank raises the same error and the collective stays usable. No case may hang:
+// ctest runs these under a timeout.
+#include <catch2/catch.hpp>
+
+#include "support/thread_safe_assertions.hpp"
+#include "support/collective_data.hpp"
+#include "support/faulty_transport.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "zcoll/codec/rowwise.hpp"
+#include "zcoll/collective/compressed.hpp"
+#include "zcoll/schedule/schedules.hpp"
+#include "zcoll/transport/local.hpp"
+
+using zcoll::transport::Local;
+using zcoll::transport::run_local;
+using zcoll_test::contribution;
+using zcoll_test::eb;
+
+namespace {
+
+using Faulty = zcoll_test::Faulty<Local>;
+using zcoll_test::data_tag;
+using zcoll_test::retype;
+using zcoll_test::size_tag;
+
+/// The message of the zcoll::error `run` raises, or "" when it raises none.
+template <class E, class Fn>
+std::string error_of(Fn&& run) {
+  try {
+    run();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// What every rank raised in a verify-mode call; all must be equal.
+class raised_by_ranks {
+ public:
+  void add(const std::string& what) {
+    std::lock_guard lock(mutex_);
+    texts_.insert(what);
+  }
+  /// The one text every rank raised (fails when ranks differ or one raised nothing).
+  std::string agreed() const {
+    INFO("distinct errors raised: " << texts_.size());
+    for (const auto& t : texts_) INFO(t);
+    REQUIRE(texts_.size() == 1);
+    REQUIRE_FALSE(texts_.begin()->empty());
+    return *texts_.begin();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::set<std::string> texts_;
+};
+
+}  // namespace
+
+TEST_CASE("Without verify: a damaged or wrongly typed block is a format_error naming the sending rank",
+          "[collective][fault]") {
+  // Pairwise: every block comes straight from its owner, so whichever rank meets it first names rank 1.
+  std::string raised = error_of<zcoll::format_error>([] {
+    run_local(4, [](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{Faulty(t, 1, retype), {.error_bound = zcoll::absolute(eb)}};
+      const auto in = contribution<float>(t.rank(), 3000 * 4);
+      std::vector<float> out(in.size());
+      coll.alltoall(std::span<const float>(in), std::span<float>(out));
+    });
+  });
+  CHECK(contains(raised, "block from rank 1: stream holds f64 values, not f32"));
+  // Forwarded blocks (a ring): the receiver names the rank the bytes came from.
+  raised = error_of<zcoll::format_error>([] {
+    run_local(4, [](Local& t) {
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{Faulty(t, 1, retype), {.error_bound = zcoll::absolute(eb)}};
+      const auto mine = contribution<float>(t.rank(), 3000);
+      std::vector<float> all(3000 * 4);
+      coll.allgather(std::span<const float>(mine), std::span<float>(all));
+    });
+  });
+  CHECK(contains(raised, "block from rank "));
+  const auto flip_everything = [](int tag, std::vector<std::byte>& bytes) {
+    for (std::size_t i = 40; tag == data_tag && i < bytes.size(); i += 3) bytes[i] ^= std::byte{0xA5};
+  };
+  // Damage past the header may decode to wrong values or be found out; either way nothing hangs.
+  CHECK_NOTHROW(error_of<zcoll::error>([&] {
+    run_local(3, [&](Local& t) {
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{Faulty(t, 2, flip_everything), {.error_bound = zcoll::absolute(eb)}};
+      auto data = contribution<float>(t.rank(), 9000);
+      coll.allreduce(std::span<float>(data), zcoll::op::sum);
+    });
+  }));
+}
+
+TEST_CASE("Without verify: short blocks and hostile size words are errors naming the sending rank",
+          "[collective][fault]") {
+  // Size words 10 bytes short, and the bytes too: the sizes agree with what arrives, the stream inside is
+  // truncated.
+  const auto short_and_agreeing = [](int tag, std::vector<std::byte>& bytes) {
+    if (tag == size_tag) {
+      for (std::size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+        std::uint64_t v;
+        std::memcpy(&v, bytes.data() + i, 8);
+        v -= 10;
+        std::memcpy(bytes.data() + i, &v, 8);
+      }
+    }
+    if (tag == data_tag) bytes.resize(bytes.size() - 10);
+  };
+  const auto bcast_with = [](Faulty::damage_fn damage) {
+    run_local(3, [&](Local& t) {
+      zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> coll{Faulty(t, 0, damage), {.error_bound = zcoll::absolute(eb)}};
+      auto data = contribution<float>(t.rank(), 4000);
+      coll.bcast(std::span<float>(data), 0);
+    });
+  };
+  std::string raised = error_of<zcoll::format_error>([&] { bcast_with(short_and_agreeing); });
+  CHECK(contains(raised, "block from rank 0"));
+  // The bytes short of what the size word announced: the message is of another size.
+  raised = error_of<zcoll::transport_error>([&] {
+    bcast_with([](int tag, std::vector<std::byte>& bytes) {
+      if (tag == data_tag) bytes.resize(bytes.size() / 2);
+    });
+  });
+  CHECK(contains(raised, "from rank 0"));
+  // A size word of 2^60: refused before anything is allocated for it.
+  raised = error_of<zcoll::format_error>([&] {
+    bcast_with([](int tag, std::vector<std::byte>& bytes) {
+      const std::uint64_t huge = std::uint64_t{1} << 60;
+      if (tag == size_tag && bytes.size() >= 8) std::memcpy(bytes.data(), &huge, 8);
+    });
+  });
+  CHECK(contains(raised, "rank 0 announced a compressed block of 1152921504606846976 bytes"));
+}
+
+TEST_CASE("Without verify: ranks called with different counts fail instead of waiting for segments that never "
+          "come",
+          "[collective][fault]") {
+  // Rank 1's blocks are cut into three segments, rank 0's into two: without the counts in each hop
+  // header, rank 1 would wait for a third segment.
+  const std::string raised = error_of<zcoll::error>([] {
+    run_local(2, [](Local& t) {
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb), .pipeline_values = 1000}};
+      auto data = contribution<float>(t.rank(), t.rank() == 0 ? 4000 : 6000);
+      coll.allreduce(std::span<float>(data), zcoll::op::sum);
+    });
+  });
+  INFO(raised);
+  CHECK(contains(raised, "were the ranks called with the same count"));
+  // Data movement: the block lengths differ.
+  CHECK_FALSE(error_of<zcoll::error>([] {
+                run_local(3, [](Local& t) {
+                  zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+                  const auto mine = contribution<float>(t.rank(), t.rank() == 2 ? 500 : 400);
+                  std::vector<float> all(mine.size() * 3);
+                  coll.allgather(std::span<const float>(mine), std::span<float>(all));
+                });
+              }).empty());
+}
+
+TEST_CASE("Verify mode: ranks called with different counts or roots all raise the same argument_error, "
+          "and the collective stays usable",
+          "[collective][fault][verify]") {
+  raised_by_ranks counts, roots;
+  run_local(3, [&](Local& t) {
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb), .pipeline_values = 1000, .verify = true}};
+    auto data = contribution<float>(t.rank(), t.rank() == 2 ? 6000 : 4500);
+    counts.add(error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); }));
+    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{t, {.error_bound = zcoll::absolute(eb), .verify = true}};
+    roots.add(error_of<zcoll::argument_error>([&] { tree.bcast(std::span<float>(data).first(300), t.rank() == 1 ? 5 : 0); }));
+    // Then a good call on both.
+    auto good = contribution<float>(t.rank(), 4500);
+    coll.allreduce(std::span<float>(good), zcoll::op::sum);
+    std::vector<float> want(4500, 0.0f);
+    for (int r = 0; r < 3; ++r) {
+      const auto c = contribution<float>(r, 4500);
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] += c[i];
+    }
+    zcoll_test::require_within<float>(good, want, coll.last_report().error_bound, "allreduce after the failed call");
+    tree.bcast(std::span<float>(good).first(300), 2);
+  });
+  // (agreed() asserts: never inside another assertion, which holds the assertion lock)
+  const std::string count_error = counts.agreed(), root_error = roots.agreed();
+  CHECK(contains(count_error, "allreduce (verify): rank 2 passed count 6000 where rank 0 passed 4500"));
+  CHECK(contains(root_error, "bcast (verify): rank 1 failed: bcast: root 5 is not in [0, 3)"));
+}
+
+TEST_CASE("A rank whose codec refuses its values in the middle of a reduction: without verify its error "
+          "ends the call everywhere; with verify every rank raises it",
+          "[collective][fault][verify]") {
+  // Int8 cannot scale a row that spans -3e38 .. 3e38 (its scale would exceed FLT_MAX): rank 2 throws
+  // while the others are already exchanging.
+  const auto values = [](int rank, std::size_t n) {
+    auto v = contribution<float>(rank, n);
+    if (rank == 2) v[40] = -3e38f, v[41] = 3e38f;
+    return v;
+  };
+  for (const bool verify : {false, true}) {
+    INFO("verify " << verify);
+    raised_by_ranks raised;
+    const std::string escaped = error_of<zcoll::argument_error>([&] {
+      run_local(4, [&](Local& t) {
+        zcoll::Compressed<zcoll::Ring, zcoll::Int8> coll{t, {.row_length = 16, .verify = verify}};
+        auto data = values(t.rank(), 4 * 16 * 20);
+        if (!verify) {  // rank 2's error escapes its thread, and run_local ends the others (an MPI job would)
+          coll.allreduce(std::span<float>(data), zcoll::op::sum);
+          return;
+        }
+        raised.add(error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); }));
+        auto good = contribution<float>(t.rank(), 4 * 16 * 20);
+        coll.allreduce(std::span<float>(good), zcoll::op::sum);  // usable after the failed call
+      });
+    });
+    if (verify) {
+      CHECK(escaped.empty());
+      const std::string agreed = raised.agreed();
+      CHECK(contains(agreed, "allreduce (verify): rank 2 failed:"));
+      CHECK(contains(agreed, "FLT_MAX"));
+    } else {
+      CHECK(contains(escaped, "FLT_MAX"));  // rank 2's own error, rethrown by run_local
+    }
+  }
+}
+
+namespace {
+
+/// One operation of every kind, on 4 ranks, each block damaged by rank 1 (the root of rooted ones).
+using call = std::function<void(Faulty)>;
+
+template <class S>
+zcoll::Compressed<S, zcoll::FZLight> verified(Faulty t) {
+  return zcoll::Compressed<S, zcoll::FZLight>{std::move(t), {.error_bound = zcoll::absolute(eb), .pipeline_values = 700, .verify = true}};
+}
+
+const std::vector<std::pair<std::string, call>>& every_operation() {
+  constexpr std::size_t n = 2400;
+  static const std::vector<std::pair<std::string, call>> ops = {
+      {"allgather", [](Faulty t) {
+         auto coll = verified<zcoll::Ring>(t);
+         const auto mine = contribution<float>(t.rank(), n);
+         std::vector<float> all(n * 4);
+         coll.allgather(std::span<const float>(mine), std::span<float>(all));
+       }},
+      {"bcast", [](Faulty t) {
+         auto coll = verified<zcoll::Chain<>>(t);
+         auto data = contribution<float>(t.rank(), n);
+         coll.bcast(std::span<float>(data), 1);
+       }},
+      {"scatter", [](Faulty t) {
+         auto coll = verified<zcoll::BinomialTree>(t);
+         const auto all = contribution<float>(t.rank(), n * 4);
+         std::vector<float> mine(n);
+         coll.scatter(std::span<const float>(all), std::span<float>(mine), 1);
+       }},
+      {"gather", [](Faulty t) {
+         auto coll = verified<zcoll::BinomialTree>(t);
+         const auto mine = contribution<float>(t.rank(), n);
+         std::vector<float> all(n * 4);
+         coll.gather(std::span<const float>(mine), std::span<float>(all), 0);
+       }},
+      {"alltoall", [](Faulty t) {
+         auto coll = verified<zcoll::Pairwise>(t);
+         const auto in = contribution<float>(t.rank(), n * 4);
+         std::vector<float> out(n * 4);
+         coll.alltoall(std::span<const float>(in), std::span<float>(out));
+       }},
+      {"alltoallv", [](Faulty t) {
+         auto coll = verified<zcoll::Pairwise>(t);
+         const std::vector<std::size_t> counts = {n, n / 2, n, 3};
+         const auto in = contribution<float>(t.rank(), 2 * n + n / 2 + 3);
+         std::vector<float> out(counts[static_cast<std::size_t>(t.rank())] * 4);
+         const std::vector<std::size_t> recv(4, counts[static_cast<std::size_t>(t.rank())]);
+         coll.alltoallv(std::span<const float>(in), std::span<const std::size_t>(counts), std::span<float>(out),
+                        std::span<const std::size_t>(recv));
+       }},
+      {"reduce_scatter", [](Faulty t) {
+         auto coll = verified<zcoll::Ring>(t);
+         const auto in = contribution<float>(t.rank(), n * 4);
+         std::vector<float> out(n);
+         coll.reduce_scatter(std::span<const float>(in), std::span<float>(out), zcoll::op::sum);
+       }},
+      {"allreduce", [](Faulty t) {
+         auto coll = verified<zcoll::RecursiveDoubling>(t);
+         auto data = contribution<float>(t.rank(), n);
+         coll.allreduce(std::span<float>(data), zcoll::op::max);
+       }},
+  };
+  return ops;
+}
+
+}  // namespace
+
+TEST_CASE("Verify mode, every operation: a peer's damaged block makes every rank raise the same format_error "
+          "naming the sender, and the next call succeeds",
+          "[collective][fault][verify]") {
+  for (const auto& [name, run] : every_operation()) {
+    INFO(name);
+    raised_by_ranks raised;
+    run_local(4, [&](Local& t) {
+      auto armed = std::make_shared<std::atomic<bool>>(true);
+      const Faulty faulty(t, 1, retype, armed);
+      raised.add(error_of<zcoll::format_error>([&] { run(faulty); }));
+      *armed = false;
+      run(faulty);  // the same ranks, nothing damaged: succeeds
+    });
+    const std::string agreed = raised.agreed();
+    CHECK(contains(agreed, name + " (verify): rank "));
+    CHECK(contains(agreed, "block from rank 1"));
+  }
+}
