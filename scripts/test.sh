@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# Builds and runs every test: the release build (-march=native, the AVX2 paths) and the sanitizer
-# build (address + undefined behaviour, the portable paths; the library tests and examples: the build-only
-# checks and zcoll-bench run in the release build, CMakePresets.json). Exits non-zero on any failure.
+# Builds and runs every test (CMakePresets.json, docs/reliability.md):
+#   release  -march=native: zcoll-bench and its tests, the examples, the tests that need an optimized
+#            build (contraction, soak), the header, compile-fail and package checks
+#   asan     every test under address + undefined-behaviour sanitizers (portable paths, and the AVX2
+#            variant of the vector-path tests), MPI under mpirun with 1, 2, 3, 4 and 7 ranks
+#   tsan     the threaded and MPI code (transport::Local, the collectives, zcoll-mpi-tests) under the
+#            thread sanitizer
+#   fuzz     a smoke run of every codec's decode and round-trip fuzz targets (fuzz/run; long runs: see
+#            docs/reliability.md)
+# Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
-for preset in release asan; do
+for preset in release asan tsan; do
   echo "=== zcoll tests: $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
   ctest --preset "$preset" -j "$jobs"
 done
+echo "=== zcoll tests: fuzz (smoke)"
+fuzz/run --seconds "${ZCOLL_FUZZ_SECONDS:-3}"
