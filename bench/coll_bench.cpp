@@ -1373,9 +1373,9 @@ int launcher_rank() {
   return 0;
 }
 
-}  // namespace
-
-int coll_main(int argc, char** argv) {
+/// Parses the options and runs `run(options)`, with the exit codes of coll_main.
+template <class Run>
+int with_options(int argc, char** argv, Run run) {
   const bool speaks = launcher_rank() == 0;
   try {
     const std::optional<coll_options> o = parse_coll(argc, argv);
@@ -1383,7 +1383,7 @@ int coll_main(int argc, char** argv) {
       if (speaks) std::fputs(help_text, stdout);
       return 0;
     }
-    return o->type == "f64" ? run_typed<double>(*o, argc, argv) : run_typed<float>(*o, argc, argv);
+    return run(*o);
   } catch (const std::invalid_argument& e) {
     if (speaks) fmt::print(stderr, "zcoll-bench: {}\n", e.what());
     return 2;
@@ -1392,5 +1392,19 @@ int coll_main(int argc, char** argv) {
     return 1;
   }
 }
+
+}  // namespace
+
+#ifdef ZCOLL_COLL_BENCH_F64
+int coll_main_f64(int argc, char** argv) {
+  return with_options(argc, argv, [&](const coll_options& o) { return run_typed<double>(o, argc, argv); });
+}
+#else
+int coll_main(int argc, char** argv) {
+  return with_options(argc, argv, [&](const coll_options& o) {
+    return o.type == "f64" ? coll_main_f64(argc, argv) : run_typed<float>(o, argc, argv);
+  });
+}
+#endif
 
 }  // namespace zcoll_bench

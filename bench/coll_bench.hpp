@@ -8,4 +8,9 @@ namespace zcoll_bench {
 /// uncompressed schedule moved data inexactly, 1 for any other failure.
 int coll_main(int argc, char** argv);
 
+/// The same for `--type f64`, which coll_main hands over to: its own translation unit
+/// (coll_bench_f64.cpp compiles coll_bench.cpp for double), so the two value types' instantiations,
+/// most of zcoll-bench's build time, compile in parallel.
+int coll_main_f64(int argc, char** argv);
+
 }  // namespace zcoll_bench

@@ -20,4 +20,4 @@ for preset in release asan tsan; do
   ctest --preset "$preset" -j "$jobs"
 done
 echo "=== zcoll tests: fuzz (smoke)"
-fuzz/run --seconds "${ZCOLL_FUZZ_SECONDS:-3}"
+fuzz/run --seconds "${ZCOLL_FUZZ_SECONDS:-2}"

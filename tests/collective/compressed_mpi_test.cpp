@@ -10,6 +10,7 @@
 #include <boost/serialization/string.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -215,17 +216,6 @@ TEST_CASE("MPI: quantized allreduce, Int4 with and without error feedback, withi
 
 namespace {
 
-/// The message of the zcoll error E that `call` raises, or "" when it raises none.
-template <class E, class Fn>
-std::string error_of(Fn&& call) {
-  try {
-    call();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
-
 /// Every rank's text equals rank 0's (one small exchange of lengths and bytes over Boost.MPI).
 void require_same_on_every_rank(const std::string& mine, const std::string& what) {
   boost::mpi::communicator comm;
@@ -259,7 +249,7 @@ TEST_CASE("MPI verify mode: different counts, a damaged block, a codec that refu
   {  // the last rank passes more values
     zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{world(), config};
     auto data = contribution<float>(me, me == p - 1 ? n + 7 : n);
-    const std::string raised = error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
+    const std::string raised = zcoll_test::error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
     require_same_on_every_rank(raised, "different counts");
     REQUIRE(raised.find("rank " + std::to_string(p - 1) + " passed count " + std::to_string(n + 7)) != std::string::npos);
     good_call(coll);
@@ -269,7 +259,7 @@ TEST_CASE("MPI verify mode: different counts, a damaged block, a codec that refu
     zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> coll{
         zcoll_test::Faulty<zcoll::transport::Mpi>(world(), 1, zcoll_test::retype, armed), config};
     auto data = contribution<float>(me, n);
-    const std::string raised = error_of<zcoll::format_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
+    const std::string raised = zcoll_test::error_of<zcoll::format_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
     require_same_on_every_rank(raised, "damaged block");
     REQUIRE(raised.find("block from rank 1") != std::string::npos);
     *armed = false;
@@ -279,8 +269,26 @@ TEST_CASE("MPI verify mode: different counts, a damaged block, a codec that refu
     zcoll::Compressed<zcoll::Ring, zcoll::Int8> coll{world(), {.row_length = 8, .verify = true}};
     auto data = contribution<float>(me, n);
     if (me == 0) data[3] = -3e38f, data[4] = 3e38f;
-    const std::string raised = error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
+    const std::string raised = zcoll_test::error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
     require_same_on_every_rank(raised, "refused values");
     REQUIRE(raised.find("allreduce (verify): rank 0 failed") != std::string::npos);
+  }
+}
+
+TEST_CASE("MPI without verify: the rank that meets a damaged block ends the job, which does not hang",
+          "[.mpi-fault-aborts]") {
+  // The pattern docs/reliability.md gives for jobs without verify mode: catch zcoll::error, say it,
+  // MPI_Abort. Rank 1 damages every block it sends; its receivers raise and abort with status 3, and the
+  // ranks waiting for them end with the job (ctest's expect_failure checks the status).
+  const auto mpi = world();
+  zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> coll{
+      zcoll_test::Faulty<zcoll::transport::Mpi>(world(), 1, zcoll_test::retype), {.error_bound = zcoll::absolute(eb)}};
+  auto data = contribution<float>(mpi.rank(), 3000);
+  try {
+    coll.allreduce(std::span<float>(data), zcoll::op::sum);
+  } catch (const zcoll::error& e) {
+    std::fprintf(stderr, "rank %d: %s\n", mpi.rank(), e.what());
+    std::fflush(stderr);
+    mpi.abort(3);
   }
 }

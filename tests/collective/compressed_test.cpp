@@ -300,7 +300,7 @@ void check_pieces_bcast(double root_buffers) {
           require_equal<float>(data, root_data, "uncompressed bcast" + where);
           if (t.rank() == root) {
             INFO(where);
-            REQUIRE(static_cast<double>(plain.last_report().bytes_sent) <= root_buffers * n * sizeof(float));
+            REQUIRE(static_cast<double>(plain.last_report().bytes_sent) <= root_buffers * static_cast<double>(n * sizeof(float)));
           }
         });
       }

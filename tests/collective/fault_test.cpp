@@ -11,9 +11,11 @@
 #include "support/faulty_transport.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -35,19 +37,9 @@ namespace {
 
 using Faulty = zcoll_test::Faulty<Local>;
 using zcoll_test::data_tag;
+using zcoll_test::error_of;
 using zcoll_test::retype;
 using zcoll_test::size_tag;
-
-/// The message of the zcoll::error `run` raises, or "" when it raises none.
-template <class E, class Fn>
-std::string error_of(Fn&& run) {
-  try {
-    run();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -60,8 +52,9 @@ class raised_by_ranks {
   }
   /// The one text every rank raised (fails when ranks differ or one raised nothing).
   std::string agreed() const {
-    INFO("distinct errors raised: " << texts_.size());
-    for (const auto& t : texts_) INFO(t);
+    std::string all;
+    for (const auto& t : texts_) all += "\n  '" + t + "'";
+    INFO("distinct errors raised: " << texts_.size() << all);
     REQUIRE(texts_.size() == 1);
     REQUIRE_FALSE(texts_.begin()->empty());
     return *texts_.begin();
@@ -226,6 +219,14 @@ TEST_CASE("A rank whose codec refuses its values in the middle of a reduction: w
         raised.add(error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); }));
         auto good = contribution<float>(t.rank(), 4 * 16 * 20);
         coll.allreduce(std::span<float>(good), zcoll::op::sum);  // usable after the failed call
+        std::vector<float> want(good.size(), 0.0f);
+        for (int r = 0; r < 4; ++r) {
+          const auto c = contribution<float>(r, good.size());
+          for (std::size_t i = 0; i < want.size(); ++i) want[i] += c[i];
+        }
+        // Int8's bound, plus the float rounding of 4 additions of values under 64 in magnitude.
+        zcoll_test::require_within<float>(good, want, coll.last_report().error_bound + 4 * 64 * std::ldexp(1.0, -24),
+                                          "Int8 allreduce after the failed call");
       });
     });
     if (verify) {
@@ -308,7 +309,7 @@ const std::vector<std::pair<std::string, call>>& every_operation() {
 }  // namespace
 
 TEST_CASE("Verify mode, every operation: a peer's damaged block makes every rank raise the same format_error "
-          "naming the sender, and the next call succeeds",
+          "naming the sender, and leaves no message behind",
           "[collective][fault][verify]") {
   for (const auto& [name, run] : every_operation()) {
     INFO(name);
@@ -318,10 +319,69 @@ TEST_CASE("Verify mode, every operation: a peer's damaged block makes every rank
       const Faulty faulty(t, 1, retype, armed);
       raised.add(error_of<zcoll::format_error>([&] { run(faulty); }));
       *armed = false;
-      run(faulty);  // the same ranks, nothing damaged: succeeds
+      run(faulty);  // the same transport, nothing damaged: no message was left behind (reusing one object: below)
     });
     const std::string agreed = raised.agreed();
     CHECK(contains(agreed, name + " (verify): rank "));
     CHECK(contains(agreed, "block from rank 1"));
   }
+}
+
+TEST_CASE("Verify mode: damaged size words and hop headers, alltoallv counts that disagree, blocks that are not "
+          "whole rows: every rank raises the same error, and the same collectives go on",
+          "[collective][fault][verify]") {
+  const auto huge_size_word = [](int tag, std::vector<std::byte>& bytes) {
+    const std::uint64_t huge = std::uint64_t{1} << 60;
+    if (tag == size_tag && bytes.size() >= 8) std::memcpy(bytes.data(), &huge, 8);
+  };
+  const auto nan_bound = [](int tag, std::vector<std::byte>& bytes) {  // a hop header's second field
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    if (tag == size_tag && bytes.size() == 40) std::memcpy(bytes.data() + 8, &nan, 8);
+  };
+  raised_by_ranks sizes, bounds, counts, rows;
+  run_local(4, [&](Local& t) {
+    const zcoll::collective_config verify{.error_bound = zcoll::absolute(eb), .pipeline_values = 700, .verify = true};
+    auto armed = std::make_shared<std::atomic<bool>>(true);
+    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{Faulty(t, 0, huge_size_word, armed), verify};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{Faulty(t, 2, nan_bound, armed), verify};
+    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{t, verify};
+    zcoll::Compressed<zcoll::Ring, zcoll::Int8> rowwise{t, {.row_length = 16, .verify = true}};
+    auto data = contribution<float>(t.rank(), 4000);
+    sizes.add(error_of<zcoll::format_error>([&] { tree.bcast(std::span<float>(data), 0); }));
+    bounds.add(error_of<zcoll::format_error>([&] { ring.allreduce(std::span<float>(data), zcoll::op::sum); }));
+    // Rank 3 expects 11 values from rank 1, which sends 10.
+    const std::vector<std::size_t> send = {10, 10, 10, 10};
+    const auto recv = t.rank() == 3 ? std::vector<std::size_t>{10, 11, 10, 10} : send;
+    std::vector<float> in(40, 1.0f), out(t.rank() == 3 ? 41 : 40);
+    counts.add(error_of<zcoll::format_error>([&] {
+      pairwise.alltoallv(std::span<const float>(in), std::span<const std::size_t>(send), std::span<float>(out),
+                         std::span<const std::size_t>(recv));
+    }));
+    // 10 values are not whole rows of 16: Int8 refuses them, the ranks agree on its error.
+    std::vector<float> ten(10, 1.0f), all(40);
+    rows.add(error_of<zcoll::argument_error>([&] { rowwise.allgather(std::span<const float>(ten), std::span<float>(all)); }));
+    // The same collectives, undamaged: they work, and give what they should.
+    *armed = false;
+    auto good = contribution<float>(t.rank(), 4000);
+    ring.allreduce(std::span<float>(good), zcoll::op::sum);
+    std::vector<float> want(4000, 0.0f);
+    for (int r = 0; r < 4; ++r) {
+      const auto c = contribution<float>(r, 4000);
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] += c[i];
+    }
+    zcoll_test::require_within<float>(good, want, ring.last_report().error_bound, "allreduce after the failed calls");
+    tree.bcast(std::span<float>(good), 1);
+    out.resize(40);
+    pairwise.alltoallv(std::span<const float>(in), std::span<const std::size_t>(send), std::span<float>(out),
+                       std::span<const std::size_t>(send));
+    zcoll_test::require_within<float>(out, in, pairwise.last_report().error_bound, "alltoallv after the failed call");
+  });
+  const std::string size_error = sizes.agreed(), bound_error = bounds.agreed(), count_error = counts.agreed(),
+                    row_error = rows.agreed();
+  CHECK(contains(size_error, "bcast (verify): rank "));
+  CHECK(contains(size_error, "rank 0 announced a compressed block of 1152921504606846976 bytes"));
+  CHECK(contains(bound_error, "rank 2 sends a segment that carries the bound nan"));
+  CHECK(contains(count_error, "alltoallv (verify): rank 3 failed: rank 1 sends a block of 10 values where this rank expects 11"));
+  CHECK(contains(row_error, "allgather (verify): rank 0 failed:"));
+  CHECK(contains(row_error, "row"));
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -49,6 +50,17 @@ class Faulty {
   std::shared_ptr<std::atomic<bool>> armed_;
   std::shared_ptr<std::deque<std::vector<std::byte>>> sent_ = std::make_shared<std::deque<std::vector<std::byte>>>();
 };
+
+/// The message of the error E that `call` raises, or "" when it raises none.
+template <class E, class Fn>
+std::string error_of(Fn&& call) {
+  try {
+    call();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
+}
 
 /// A damage: the value-type byte of every stream (f32 <-> f64), on block bytes only.
 inline void retype(int tag, std::vector<std::byte>& bytes) {

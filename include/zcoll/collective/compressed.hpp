@@ -23,6 +23,7 @@
 /// call whose input is below collective_config::min_compressed_bytes (the report says so).
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -81,7 +82,7 @@ struct collective_config {
   /// rank meets (a damaged or wrongly sized block from a peer, a codec refusing this rank's values) is
   /// held instead of thrown and the rank goes on with the schedule, so nobody waits for it; after the
   /// call the ranks exchange what they held and every rank raises the same error, naming the rank that
-  /// met it and the rank whose block it was. Costs two exact allgathers of 88 and 256 bytes per rank.
+  /// met it and the rank whose block it was. Costs two exact allgathers of 344 and 256 bytes per rank.
   bool verify = false;
 };
 
@@ -239,16 +240,18 @@ class Compressed {
       const auto to = static_cast<std::size_t>(st.send.peer), from = static_cast<std::size_t>(st.recv.peer);
       const auto sent_values = in.subspan(send_first[to], send_counts[to]);
       const auto received_values = out.subspan(recv_first[from], recv_counts[from]);
-      const bool send_compressed = compresses(sent_values.size()), recv_compressed = compresses(received_values.size());
-      any_compressed = any_compressed || send_compressed || recv_compressed;
-      // The size word of each compressed direction, then the bytes.
+      // Each direction sends its block's length and byte size first, and whether it is compressed follows
+      // from the sender's length: ranks whose counts disagree still exchange the same messages (the
+      // receiver then raises format_error naming the sender) and leave none behind.
+      const bool send_compressed = compresses(sent_values.size());
       compress_now_ = send_compressed;
       const slot sent = encode<T>(codec_, sent_values, arena_, 0);
-      std::uint64_t out_size = sent.size, in_size = received_values.size_bytes();
-      const schedule::exchange idle{};
-      exchange(send_compressed ? st.send : idle, std::as_bytes(std::span(&out_size, 1)),
-               recv_compressed ? st.recv : idle, std::as_writable_bytes(std::span(&in_size, 1)), size_tag, 0);
-      if (recv_compressed) in_size = peer_size<T>(in_size, received_values.size(), st.recv.peer);
+      std::array<std::uint64_t, 2> out_header{sent_values.size(), sent.size}, in_header{};
+      exchange(st.send, std::as_bytes(std::span(out_header)), st.recv, std::as_writable_bytes(std::span(in_header)), size_tag, 0);
+      const bool recv_compressed = compresses(static_cast<std::size_t>(in_header[0]));
+      any_compressed = any_compressed || send_compressed || recv_compressed;
+      std::uint64_t in_size = 0;
+      if (st.recv.active()) in_size = alltoallv_block_size<T>(in_header, received_values.size(), recv_compressed, st.recv.peer);
       staging_.resize(static_cast<std::size_t>(in_size));
       exchange(st.send, std::span<const std::byte>(arena_).first(sent.size), st.recv,
                std::span<std::byte>(staging_).first(static_cast<std::size_t>(in_size)), data_tag,
@@ -345,6 +348,7 @@ class Compressed {
   using clock = std::chrono::steady_clock;
   static constexpr int size_tag = 7001;
   static constexpr int data_tag = 7002;
+  static constexpr int verify_tag = 7003;  // verify mode's own exchanges: damage on the others cannot reach them
 
   struct slot {
     std::size_t offset = 0;
@@ -373,7 +377,8 @@ class Compressed {
   /// (the message then fails as one of another size, and the schedule goes on).
   template <floating_value T>
   std::uint64_t peer_size(std::uint64_t bytes, std::size_t values, int peer) {
-    const std::size_t most = codec_.template max_compressed_size<T>(values);
+    std::size_t most = 0;  // stays 0 when the codec refuses the length (held in verify mode)
+    guarded(-1, [&] { most = codec_.template max_compressed_size<T>(values); });
     if (bytes > most) {
       fail(format_error("rank " + std::to_string(peer) + " announced a compressed block of " + std::to_string(bytes) +
                         " bytes for " + std::to_string(values) + " values; at most " + std::to_string(most) +
@@ -384,13 +389,35 @@ class Compressed {
     return bytes;
   }
 
+  /// The bytes to receive for an alltoallv block whose header says {values, bytes}, where this rank
+  /// expects `expected` values: a header of another length is a format_error naming the sender (held in
+  /// verify mode, and the bytes are received all the same, bounded by what the expected block may take:
+  /// a compressed one what the codec may write, a raw one its values).
+  template <floating_value T>
+  std::uint64_t alltoallv_block_size(std::array<std::uint64_t, 2> header, std::size_t expected, bool compressed, int peer) {
+    if (header[0] != expected) {
+      fail(format_error("rank " + std::to_string(peer) + " sends a block of " + std::to_string(header[0]) +
+                        " values where this rank expects " + std::to_string(expected) +
+                        " (its send_counts and this rank's recv_counts disagree)"),
+           peer);
+    }
+    if (compressed) return peer_size<T>(header[1], expected, peer);
+    const std::uint64_t raw = expected * sizeof(T);
+    if (header[1] != raw) {
+      fail(format_error("rank " + std::to_string(peer) + " announced " + std::to_string(header[1]) + " raw bytes for " +
+                        std::to_string(expected) + " values"),
+           peer);
+    }
+    return std::min(header[1], raw);
+  }
+
   // ---- faults and verify mode ----------------------------------------------------------------------
 
   /// Raises `e`; in verify mode holds it instead (the first one a call meets), for finish() to report on
   /// every rank. `from` is the rank whose message it was in, or -1.
   template <class E>
   void fail(const E& e, int from) {
-    if (!config_.verify) throw e;
+    if (!holding_faults_) throw e;
     if (fault_) return;
     constexpr auto kind = std::is_same_v<E, argument_error> ? verify::fault_kind::argument
                           : std::is_same_v<E, format_error> ? verify::fault_kind::format
@@ -427,6 +454,7 @@ class Compressed {
   template <floating_value T, class Checks>
   void preflight(const char* operation, std::size_t count, int root, const char* reduction, Checks checks) {
     fault_.reset();
+    holding_faults_ = false;  // a failure of the agreement itself is raised at once
     if (!config_.verify) {
       checks();
       return;
@@ -453,7 +481,7 @@ class Compressed {
     } catch (const argument_error& e) {
       mine.fault = verify::fault_record::of(verify::fault_kind::argument, rank(), -1, without_prefix(e.what()));
     }
-    exact_allgather(std::span<entry>(all));
+    exact_allgather(std::span<entry>(all), verify_tag);
     std::vector<verify::fault_record> faults;
     std::vector<verify::call_signature> signatures;
     for (const auto& e : all) {
@@ -464,16 +492,20 @@ class Compressed {
     if (const auto why = verify::first_mismatch(signatures)) {
       throw argument_error(std::string(operation) + " (verify): " + *why);
     }
+    holding_faults_ = true;  // from here to settle_faults(), errors are held
   }
 
   /// Verify mode, at the end of a call: the ranks exchange the fault each held (one exact allgather)
   /// and every rank raises the same one, if any.
   void settle_faults() {
     if (!config_.verify) return;
+    holding_faults_ = false;  // a failure of the agreement itself is raised at once
     std::vector<verify::fault_record> all(static_cast<std::size_t>(size()));
     if (fault_) all[static_cast<std::size_t>(rank())] = *fault_;
     fault_.reset();
-    exact_allgather(std::span<verify::fault_record>(all));
+    const auto bytes_sent = report_.bytes_sent;  // the agreement is not the operation's traffic
+    exact_allgather(std::span<verify::fault_record>(all), verify_tag);
+    report_.bytes_sent = bytes_sent;
     if (const auto* f = verify::first_fault(all)) verify::raise(*f, report_.operation.c_str());
   }
 
@@ -573,9 +605,9 @@ class Compressed {
                 std::span<std::byte> in, int tag, std::size_t raw_bytes) {
     const auto start = clock::now();
     transport::AnyTransport::request r, s;
-    if (recv.active()) r = transport_.irecv_async(recv.peer, tag, in);
+    if (recv.active()) guarded(recv.peer, [&] { r = transport_.irecv_async(recv.peer, tag, in); });
     if (send.active()) {
-      s = transport_.isend_async(send.peer, tag, out);
+      guarded(send.peer, [&] { s = transport_.isend_async(send.peer, tag, out); });
       report_.bytes_sent += out.size();
       report_.raw_bytes_sent += raw_bytes;
     }
@@ -593,11 +625,11 @@ class Compressed {
     const auto start = clock::now();
     std::size_t written = 0;
     if (compress_now_) {
-      buffer.resize(std::max(buffer.size(), at + codec.template max_compressed_size<T>(values.size())));
-      const auto out = std::span<std::byte>(buffer).subspan(at);
       // A codec that refuses this rank's values (argument_error): in verify mode the fault is held and
       // an empty block goes out, which its receivers find damaged, so the schedule still completes.
       const bool compressed = guarded(-1, [&] {
+        buffer.resize(std::max(buffer.size(), at + codec.template max_compressed_size<T>(values.size())));
+        const auto out = std::span<std::byte>(buffer).subspan(at);
         if constexpr (carries_feedback<C>) {
           // Feedback only where a key names the hop; data movement compresses each block once, plainly.
           written = key != no_feedback ? codec.compress(exec(), values, out, key).size()
@@ -606,6 +638,7 @@ class Compressed {
           written = codec.compress(exec(), values, out).size();
         }
       });
+      buffer.resize(std::max(buffer.size(), at + written));
       const auto stream = std::span<const std::byte>(buffer).subspan(at, written);
       last_encode_bound_ = !compressed               ? 0.0
                            : key != no_feedback ? sent_bound<C>(stream, key)
@@ -625,7 +658,7 @@ class Compressed {
   void decode(const C& codec, std::span<const std::byte> bytes, std::span<T> out, int from) {
     try {
       decode_block<T>(codec, bytes, out);
-    } catch (const format_error& e) {
+    } catch (const error& e) {  // whatever a decoder raises on a peer's bytes, they are what is wrong
       fail(format_error("block from rank " + std::to_string(from) + ": " + without_prefix(e.what())), from);
     }
   }
@@ -906,7 +939,7 @@ class Compressed {
   /// Exact allgather of one record per rank (all[rank()] filled in) over the Ring schedule, whatever S
   /// is: value ranges, error bounds, verify mode's signatures and faults.
   template <class Record>
-  void exact_allgather(std::span<Record> all) {
+  void exact_allgather(std::span<Record> all, int tag = size_tag) {
     static_assert(std::is_trivially_copyable_v<Record>);
     const int p = size(), me = rank();
     const auto block = [&](const schedule::exchange& e) {
@@ -914,7 +947,7 @@ class Compressed {
     };
     for (int r = 0; r < Ring::rounds(op_kind::allgather, p); ++r) {
       const schedule::step st = Ring::at(op_kind::allgather, p, me, r);
-      exchange(st.send, std::as_bytes(block(st.send)), st.recv, std::as_writable_bytes(block(st.recv)), size_tag, 0);
+      exchange(st.send, std::as_bytes(block(st.send)), st.recv, std::as_writable_bytes(block(st.recv)), tag, 0);
     }
   }
   /// Two doubles per rank, in place in `pairs`.
@@ -1086,6 +1119,16 @@ class Compressed {
   template <floating_value T>
   void post_segment_receive(int peer, std::vector<hop_segment>& in, std::size_t k, std::size_t hop_values) {
     const hop_header& h = in_headers_[k];
+    // The bound and count the values carry go into the report's bound: a damaged one is refused.
+    const bool plausible = std::isfinite(h.error_bound) && h.error_bound >= 0.0 && h.compressions >= 0.0 &&
+                           h.compressions <= 4.0 * size() && h.compressions == std::floor(h.compressions);
+    if (!plausible) {
+      fail(format_error("rank " + std::to_string(peer) + " sends a segment that carries the bound " +
+                        std::to_string(h.error_bound) + " after " + std::to_string(h.compressions) + " compressions"),
+           peer);
+      in_headers_[k].error_bound = std::numeric_limits<double>::infinity();
+      in_headers_[k].compressions = 0.0;
+    }
     if (h.segment_values != in[k].count || h.hop_values != hop_values) {
       fail(format_error("rank " + std::to_string(peer) + " sends a segment of " + std::to_string(h.segment_values) +
                         " of " + std::to_string(h.hop_values) + " values where this rank expects " +
@@ -1227,6 +1270,7 @@ class Compressed {
   clock::time_point started_;
   bool compress_now_ = false;
   std::optional<verify::fault_record> fault_;  // verify mode: the first error this call met, held
+  bool holding_faults_ = false;                // verify mode, while an operation runs
   double max_block_bound_ = 0.0;
   bool reduction_ = false;  // the call reduces (the bound comes from error_), or only moves data
   std::vector<hop_error> error_;  // per block, during a reduction

@@ -9,8 +9,10 @@
 ///     if (const auto* f = zcoll::verify::first_fault(faults)) zcoll::verify::raise(*f, "allreduce");
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -67,7 +69,10 @@ inline std::optional<std::string> first_mismatch(std::span<const call_signature>
     for (std::size_t k = 0; k < mine.size(); ++k) {
       if (mine[k] == first[k]) continue;
       const auto value = [&](std::uint64_t v) {
-        return k == 6 ? std::to_string(std::bit_cast<double>(v)) : std::to_string(v);  // the bound as a number
+        if (k != 6) return std::to_string(v);
+        char text[32];  // the bound as a number, every digit
+        std::snprintf(text, sizeof text, "%.17g", std::bit_cast<double>(v));
+        return std::string(text);
       };
       return "rank " + std::to_string(r) + " passed " + signature_fields[k] + " " + value(mine[k]) + " where rank 0 passed " +
              value(first[k]);
@@ -97,7 +102,7 @@ struct fault_record {
     return f;
   }
 };
-static_assert(std::is_trivially_copyable_v<fault_record>);
+static_assert(std::is_trivially_copyable_v<fault_record> && sizeof(fault_record) == 256);
 
 /// The fault every rank reports: of the first kind in fault_kind's order; among those, one whose sender
 /// met no fault itself (data movement forwards blocks unchanged, so a damaged block is met by its
@@ -117,8 +122,9 @@ inline const fault_record* first_fault(std::span<const fault_record> all) {
 
 /// Throws `f` as the exception of its kind, naming the operation and the rank that met it.
 [[noreturn]] inline void raise(const fault_record& f, const char* operation) {
+  const char* end = std::find(f.message, f.message + sizeof f.message, '\0');
   const std::string text = std::string(operation) + " (verify): rank " + std::to_string(f.seen_by) + " failed: " +
-                           std::string(f.message, strnlen(f.message, sizeof f.message));
+                           std::string(f.message, end);
   switch (f.kind) {
     case fault_kind::argument: throw argument_error(text);
     case fault_kind::format: throw format_error(text);
