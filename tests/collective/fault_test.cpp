@@ -181,11 +181,7 @@ TEST_CASE("Verify mode: ranks called with different counts or roots all raise th
     // Then a good call on both.
     auto good = contribution<float>(t.rank(), 4500);
     coll.allreduce(std::span<float>(good), zcoll::op::sum);
-    std::vector<float> want(4500, 0.0f);
-    for (int r = 0; r < 3; ++r) {
-      const auto c = contribution<float>(r, 4500);
-      for (std::size_t i = 0; i < want.size(); ++i) want[i] += c[i];
-    }
+    const auto want = zcoll_test::sum_of_contributions<float>(3, 4500);
     zcoll_test::require_within<float>(good, want, coll.last_report().error_bound, "allreduce after the failed call");
     tree.bcast(std::span<float>(good).first(300), 2);
   });
@@ -219,13 +215,9 @@ TEST_CASE("A rank whose codec refuses its values in the middle of a reduction: w
         raised.add(error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); }));
         auto good = contribution<float>(t.rank(), 4 * 16 * 20);
         coll.allreduce(std::span<float>(good), zcoll::op::sum);  // usable after the failed call
-        std::vector<float> want(good.size(), 0.0f);
-        for (int r = 0; r < 4; ++r) {
-          const auto c = contribution<float>(r, good.size());
-          for (std::size_t i = 0; i < want.size(); ++i) want[i] += c[i];
-        }
-        // Int8's bound, plus the float rounding of 4 additions of values under 64 in magnitude.
-        zcoll_test::require_within<float>(good, want, coll.last_report().error_bound + 4 * 64 * std::ldexp(1.0, -24),
+        const auto want = zcoll_test::sum_of_contributions<float>(4, good.size());
+        // Int8's bound, plus 4 roundings of float sums under 256 in magnitude (half an ulp, 2^-16, each).
+        zcoll_test::require_within<float>(good, want, coll.last_report().error_bound + 4 * std::ldexp(1.0, -16),
                                           "Int8 allreduce after the failed call");
       });
     });
@@ -364,11 +356,7 @@ TEST_CASE("Verify mode: damaged size words and hop headers, alltoallv counts tha
     *armed = false;
     auto good = contribution<float>(t.rank(), 4000);
     ring.allreduce(std::span<float>(good), zcoll::op::sum);
-    std::vector<float> want(4000, 0.0f);
-    for (int r = 0; r < 4; ++r) {
-      const auto c = contribution<float>(r, 4000);
-      for (std::size_t i = 0; i < want.size(); ++i) want[i] += c[i];
-    }
+    const auto want = zcoll_test::sum_of_contributions<float>(4, 4000);
     zcoll_test::require_within<float>(good, want, ring.last_report().error_bound, "allreduce after the failed calls");
     tree.bcast(std::span<float>(good), 1);
     out.resize(40);

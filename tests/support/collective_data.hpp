@@ -46,4 +46,15 @@ void require_equal(std::span<const T> got, std::span<const T> want, const std::s
   require_within<T>(got, want, 0.0, what);
 }
 
+/// The element-wise sum of ranks 0..ranks-1's contributions (exact in float: dyadic values).
+template <class T>
+std::vector<T> sum_of_contributions(int ranks, std::size_t n) {
+  std::vector<T> sum(n, T(0));
+  for (int r = 0; r < ranks; ++r) {
+    const auto c = contribution<T>(r, n);
+    for (std::size_t i = 0; i < n; ++i) sum[i] += c[i];
+  }
+  return sum;
+}
+
 }  // namespace zcoll_test

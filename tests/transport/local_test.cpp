@@ -210,3 +210,28 @@ TEST_CASE("Throttled: a send holds the link for latency + bytes / bandwidth, one
   REQUIRE_THROWS_AS(Throttled<Local>(Local(nullptr, 0), {.latency_s = 0, .bandwidth_bytes_per_s = 0}),
                     zcoll::argument_error);
 }
+
+TEST_CASE("Local: a receive destroyed before it completes is cancelled, and its message goes to the next one",
+          "[transport][local]") {
+  // A rank that leaves a collective by an exception destroys its pending receives with the buffers they
+  // point into: no later message may be copied there (ThreadSanitizer saw it happen before the fix).
+  run_local(2, [](Local& t) {
+    std::vector<std::byte> go(1), message(4, std::byte{7}), kept(4);
+    if (t.rank() == 1) {
+      {
+        std::vector<std::byte> gone(4);
+        auto abandoned = t.irecv_async(0, 5, gone);
+      }  // request, then buffer, destroyed
+      auto ready = t.isend_async(0, 6, go);  // only now may rank 0 send
+      t.wait(ready);
+      auto r = t.irecv_async(0, 5, kept);
+      t.wait(r);
+      REQUIRE(kept[0] == std::byte{7});
+    } else {
+      auto ready = t.irecv_async(1, 6, go);
+      t.wait(ready);
+      auto s = t.isend_async(1, 5, message);
+      t.wait(s);
+    }
+  });
+}

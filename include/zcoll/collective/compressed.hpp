@@ -1275,9 +1275,11 @@ class Compressed {
   bool reduction_ = false;  // the call reduces (the bound comes from error_), or only moves data
   std::vector<hop_error> error_;  // per block, during a reduction
   std::vector<std::byte> arena_, staging_;
-  std::vector<hop_segment> out_segments_, in_segments_;  // a pipelined hop's segments, kept between calls
-  std::vector<hop_header> out_headers_, in_headers_;      // their headers (stable while in flight)
+  std::vector<hop_header> out_headers_, in_headers_;      // a pipelined hop's headers (stable while in flight)
   std::vector<std::vector<std::byte>> in_bytes_;          // each received segment's stream
+  // The segments hold the requests in flight: declared after the buffers those write into, so that they
+  // are destroyed (which cancels a pending receive) before the buffers are freed.
+  std::vector<hop_segment> out_segments_, in_segments_;
   /// Where each block of a data-movement call is: in the arena, in the caller's buffers, or staged.
   struct block_location {
     const std::byte* data = nullptr;

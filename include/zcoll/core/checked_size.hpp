@@ -12,23 +12,24 @@
 
 namespace zcoll {
 
-/// a * b; argument_error "<call>: <what> ... exceeds the addressable size" when it does not fit in size_t.
+namespace detail {
+[[noreturn]] inline void throw_wrapped(const char* call, const char* what, std::size_t a, const char* op, std::size_t b) {
+  throw argument_error(std::string(call) + ": " + what + " " + std::to_string(a) + op + std::to_string(b) +
+                       " exceeds the addressable size");
+}
+}  // namespace detail
+
+/// a * b; argument_error "<call>: <what> A x B exceeds the addressable size" when it does not fit in size_t.
 inline std::size_t checked_multiply(std::size_t a, std::size_t b, const char* call, const char* what) {
   std::size_t product = 0;
-  if (__builtin_mul_overflow(a, b, &product)) {
-    throw argument_error(std::string(call) + ": " + what + " " + std::to_string(a) + " x " + std::to_string(b) +
-                         " exceeds the addressable size");
-  }
+  if (__builtin_mul_overflow(a, b, &product)) detail::throw_wrapped(call, what, a, " x ", b);
   return product;
 }
 
 /// a + b, likewise.
 inline std::size_t checked_add(std::size_t a, std::size_t b, const char* call, const char* what) {
   std::size_t sum = 0;
-  if (__builtin_add_overflow(a, b, &sum)) {
-    throw argument_error(std::string(call) + ": " + what + " " + std::to_string(a) + " + " + std::to_string(b) +
-                         " exceeds the addressable size");
-  }
+  if (__builtin_add_overflow(a, b, &sum)) detail::throw_wrapped(call, what, a, " + ", b);
   return sum;
 }
 

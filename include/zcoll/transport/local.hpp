@@ -47,6 +47,7 @@ struct local_universe {
 struct local_receive {
   std::span<std::byte> buffer;
   bool done = false;
+  bool cancelled = false;  // its request was destroyed first: no message may be copied into the buffer
   std::string failure;  // set instead of done-with-data when the message had another size
 };
 
@@ -90,15 +91,37 @@ inline void deliver(local_receive& receive, std::span<const std::byte> bytes, in
 /// One rank's handle on its group. Models zcoll::transport::byte_transport.
 class Local {
  public:
-  /// A pending or completed operation; sends complete when posted.
+  /// A pending or completed operation; sends complete when posted. Move-only: destroying a receive that
+  /// has not completed cancels it (as MPI_Cancel would), so a rank that leaves a collective by an
+  /// exception never has a late message copied into a buffer it has freed.
   class request {
    public:
     request() = default;
+    request(request&& other) noexcept = default;
+    request& operator=(request&& other) noexcept {
+      if (this != &other) {
+        cancel();
+        receive_ = std::move(other.receive_);
+        universe_ = std::move(other.universe_);
+      }
+      return *this;
+    }
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
+    ~request() { cancel(); }
 
    private:
     friend class Local;
-    explicit request(std::shared_ptr<detail::local_receive> receive) : receive_(std::move(receive)) {}
+    request(std::shared_ptr<detail::local_receive> receive, std::shared_ptr<detail::local_universe> universe)
+        : receive_(std::move(receive)), universe_(std::move(universe)) {}
+    void cancel() noexcept {
+      if (!receive_) return;
+      const std::lock_guard lock(universe_->mutex);
+      if (!receive_->done) receive_->cancelled = true;
+      receive_.reset();
+    }
     std::shared_ptr<detail::local_receive> receive_;  // empty for sends
+    std::shared_ptr<detail::local_universe> universe_;
   };
 
   Local(std::shared_ptr<detail::local_group> group, int rank) : group_(std::move(group)), rank_(rank) {}
@@ -113,7 +136,11 @@ class Local {
     throw_if_aborted();
     auto& box = group_->boxes[static_cast<std::size_t>(peer)];
     const std::pair key{rank_, tag};
-    if (auto posted = box.posted.find(key); posted != box.posted.end() && !posted->second.empty()) {
+    auto posted = box.posted.find(key);
+    while (posted != box.posted.end() && !posted->second.empty() && posted->second.front()->cancelled) {
+      posted->second.pop_front();  // abandoned by its receiver
+    }
+    if (posted != box.posted.end() && !posted->second.empty()) {
       const auto receive = posted->second.front();
       posted->second.pop_front();
       detail::deliver(*receive, bytes, rank_, tag);
@@ -139,7 +166,7 @@ class Local {
     } else {
       box.posted[key].push_back(receive);
     }
-    return request{std::move(receive)};
+    return request{std::move(receive), group_->universe};
   }
 
   /// Blocks until `r` completes; transport_error if its message had another size or the group aborted.
