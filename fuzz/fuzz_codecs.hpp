@@ -39,26 +39,23 @@ inline constexpr bool takes_rows<zcoll::EmbeddingLZ> = true;
 template <>
 inline constexpr bool takes_rows<zcoll::EmbeddingHybrid> = true;
 
-/// Codecs that promise the configured error bound (the others state a bound of their own: row-wise
-/// quantizers per row, casts half an ulp, top-K none).
+/// Codecs that promise the configured error bound state it (the others state a bound of their own:
+/// row-wise quantizers per row, casts half an ulp, top-K none).
 template <class Codec>
-inline constexpr bool takes_error_bound = false;
-template <>
-inline constexpr bool takes_error_bound<zcoll::FZLight> = true;
-template <>
-inline constexpr bool takes_error_bound<zcoll::HighRatio<1>> = true;
-template <>
-inline constexpr bool takes_error_bound<zcoll::EmbeddingHuffman> = true;
-template <>
-inline constexpr bool takes_error_bound<zcoll::EmbeddingLZ> = true;
-template <>
-inline constexpr bool takes_error_bound<zcoll::EmbeddingHybrid> = true;
+inline constexpr bool takes_error_bound = Codec::uses_error_bound;
 
-/// Codecs whose format has no infinities: ±Inf comes back as NaN of the same sign (OCP E4M3FN).
+/// Codecs whose format has no infinities give ±Inf back as NaN of the same sign (OCP E4M3FN): the casts
+/// say so through their format.
 template <class Codec>
-inline constexpr bool keeps_infinities = true;
-template <>
-inline constexpr bool keeps_infinities<zcoll::FP8E4M3> = false;
+constexpr bool keeps_infinities_of() {
+  if constexpr (requires { Codec::format_type::has_infinity; }) {
+    return Codec::format_type::has_infinity;
+  } else {
+    return true;
+  }
+}
+template <class Codec>
+inline constexpr bool keeps_infinities = keeps_infinities_of<Codec>();
 
 template <class Codec>
 zcoll::codec_config config_for(double eb) {

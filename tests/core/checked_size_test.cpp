@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/thread_safe_assertions.hpp"
+#include "support/faulty_transport.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -161,14 +162,7 @@ TEST_CASE("Collectives: per-rank counts whose product or sum wraps are argument 
     std::vector<float> small(8);
     // The error each call raises (never wrap a collective in a locked assertion: the lock would be held
     // while the other ranks need it).
-    const auto error_of = [](auto&& call) -> std::string {
-      try {
-        call();
-      } catch (const zcoll::argument_error& e) {
-        return e.what();
-      }
-      return "no argument_error";
-    };
+    const auto error_of = [](auto&& call) { return zcoll_test::error_of<zcoll::argument_error>(call); };
     // mine.size() x 3 ranks wraps to 2 (2^64 / 3 rounded up, times 3, is 2^64 + 2): `all` of 2 values must
     // not pass for it. The spans are never read: the calls fail first, on every rank.
     const volatile std::size_t hidden = size_max / 3 + 1;  // volatile: the optimiser must not see a copy

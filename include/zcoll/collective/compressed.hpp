@@ -108,7 +108,10 @@ class Compressed {
     static_assert(S::supports(op_kind::allgather),
                   "Compressed::allgather: this schedule has no allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
     preflight<T>("allgather", mine.size(), 0, nullptr,
-                 [&] { check_size("allgather", "all", all.size(), per_rank_total("allgather", "mine", mine.size())); });
+                 [&] {
+                   check_size("allgather", "all", all.size(),
+                              per_rank_total("allgather", "mine.size() x ranks =", mine.size()));
+                 });
     begin("allgather", mine.size_bytes(), mine.size_bytes());
     const std::size_t n = mine.size();
     std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(rank())));
@@ -146,7 +149,7 @@ class Compressed {
     const std::size_t n = mine.size();
     preflight<T>("scatter", n, root, nullptr, [&] {
       check_root("scatter", root);
-      const std::size_t total = per_rank_total("scatter", "mine", n);  // on every rank: all raise alike
+      const std::size_t total = per_rank_total("scatter", "mine.size() x ranks =", n);  // on every rank: all raise alike
       if (rank() == root) check_size("scatter", "all", all.size(), total);
     });
     begin("scatter", rank() == root ? all.size_bytes() : 0, mine.size_bytes());
@@ -170,7 +173,7 @@ class Compressed {
     const std::size_t n = mine.size();
     preflight<T>("gather", n, root, nullptr, [&] {
       check_root("gather", root);
-      const std::size_t total = per_rank_total("gather", "mine", n);  // on every rank: all raise alike
+      const std::size_t total = per_rank_total("gather", "mine.size() x ranks =", n);  // on every rank: all raise alike
       if (rank() == root) check_size("gather", "all", all.size(), total);
     });
     begin("gather", mine.size_bytes(), mine.size_bytes());
@@ -272,7 +275,8 @@ class Compressed {
     static_assert(S::supports(op_kind::reduce_scatter),
                   "Compressed::reduce_scatter: this schedule has no reduce_scatter; use zcoll::Ring");
     preflight<T>("reduce_scatter", out.size(), 0, Op::name, [&] {
-      check_size("reduce_scatter", "in", in.size(), per_rank_total("reduce_scatter", "out", out.size()));
+      check_size("reduce_scatter", "in", in.size(),
+                 per_rank_total("reduce_scatter", "out.size() x ranks =", out.size()));
       check_rows("reduce_scatter", "a block (out)", out.size());
     });
     begin("reduce_scatter", in.size_bytes(), in.size_bytes());
@@ -331,13 +335,12 @@ class Compressed {
       // the owners' bounds: a value's bound depends on the block it is in).
       const std::size_t me = static_cast<std::size_t>(rank());
       const hop_error own = p > 1 && compress_now_ ? error_[me].after_compression(held_bound_) : error_[me];
-      std::vector<double> bounds(2 * p);
-      bounds[2 * me] = own.bound;
-      bounds[2 * me + 1] = own.compressions;
-      exact_allgather_pairs(bounds);
+      std::vector<hop_error> owners(p);
+      owners[me] = own;
+      exact_allgather(std::span<hop_error>(owners));
       hop_error worst{};
-      for (std::size_t b = 0; b < p; ++b) {
-        worst = {std::max(worst.bound, bounds[2 * b]), std::max(worst.compressions, bounds[2 * b + 1])};
+      for (const hop_error& e : owners) {
+        worst = {std::max(worst.bound, e.bound), std::max(worst.compressions, e.compressions)};
       }
       set_reduction_bound(worst);
     }
@@ -368,7 +371,7 @@ class Compressed {
 
   /// size() blocks of `values` values each (argument_error naming `what` when that does not fit in size_t).
   std::size_t per_rank_total(const char* call, const char* what, std::size_t values) const {
-    return checked_multiply(values, static_cast<std::size_t>(size()), call, (std::string(what) + ".size() x ranks").c_str());
+    return checked_multiply(values, static_cast<std::size_t>(size()), call, what);
   }
 
   /// A peer's size word for a compressed block of `values` values: never more than the codec may write
@@ -922,16 +925,14 @@ class Compressed {
     std::optional<bits_of<T>> fill;
     if (config_.fill_value) fill = std::bit_cast<bits_of<T>>(static_cast<T>(*config_.fill_value));
     const auto local = find_value_extent(exec(), input, fill);
-    std::vector<double> extents(2 * static_cast<std::size_t>(size()));
-    extents[2 * static_cast<std::size_t>(rank())] = local.lowest;
-    extents[2 * static_cast<std::size_t>(rank()) + 1] = local.highest;
-    exact_allgather_pairs(extents);
+    std::vector<value_extent<double>> extents(static_cast<std::size_t>(size()));
+    extents[static_cast<std::size_t>(rank())] = {local.lowest, local.highest};
+    exact_allgather(std::span<value_extent<double>>(extents));
     value_extent<double> all;
-    for (std::size_t i = 0; i < extents.size(); i += 2) {
-      if (extents[i] <= extents[i + 1]) {
-        all.lowest = std::min(all.lowest, extents[i]);
-        all.highest = std::max(all.highest, extents[i + 1]);
-      }
+    for (const auto& e : extents) {
+      if (e.empty()) continue;
+      all.lowest = std::min(all.lowest, e.lowest);
+      all.highest = std::max(all.highest, e.highest);
     }
     return absolute_bound(config_.error_bound, all.range());
   }
@@ -949,16 +950,6 @@ class Compressed {
       const schedule::step st = Ring::at(op_kind::allgather, p, me, r);
       exchange(st.send, std::as_bytes(block(st.send)), st.recv, std::as_writable_bytes(block(st.recv)), tag, 0);
     }
-  }
-  /// Two doubles per rank, in place in `pairs`.
-  void exact_allgather_pairs(std::vector<double>& pairs) {
-    struct pair {
-      double first, second;
-    };
-    std::vector<pair> all(pairs.size() / 2);
-    for (std::size_t i = 0; i < all.size(); ++i) all[i] = {pairs[2 * i], pairs[2 * i + 1]};
-    exact_allgather(std::span<pair>(all));
-    for (std::size_t i = 0; i < all.size(); ++i) std::tie(pairs[2 * i], pairs[2 * i + 1]) = std::pair{all[i].first, all[i].second};
   }
 
   /// The computation engine over `work` (this rank's values, reduced in place): each step compresses the
