@@ -26,4 +26,4 @@ cmake --preset tsan >/dev/null
 cmake --build --preset tsan -j "$jobs" --target zcoll-collective-tests
 ctest --preset tsan -j "$jobs" -LE mpi
 echo "=== zcoll tests: fuzz (smoke)"
-fuzz/run --seconds "${ZCOLL_FUZZ_SECONDS:-2}"
+fuzz/run --seconds "${ZCOLL_FUZZ_SECONDS:-1}"

@@ -43,6 +43,7 @@
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
+#include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/codec/span_codec.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"
@@ -58,28 +59,6 @@
 
 namespace zcoll {
 
-namespace detail {
-
-enum class chunk_kind : std::uint8_t { coded = 0, verbatim = 1, coded_with_exceptions = 2 };
-enum class exception_type : std::uint8_t { fill_run = 0, masked_block = 1 };
-
-inline constexpr std::size_t max_blocks_per_chunk = max_chunk_values / block_values;
-inline constexpr std::size_t exception_entry_header_bytes = 5;
-inline constexpr std::size_t masked_block_mask_bytes = 8;
-
-/// Lanes [0, lanes) of a block.
-constexpr block_mask first_lanes(std::size_t lanes) {
-  return lanes >= block_values ? ~block_mask{0} : (block_mask{1} << lanes) - 1;
-}
-
-/// Exceptions of one block, as the encoder collects them.
-struct block_exceptions {
-  std::uint16_t block;
-  block_mask fill;
-  block_mask outliers;
-};
-
-}  // namespace detail
 
 /// The codec: Q quantizes values to integer codes, P turns codes into residuals, E packs residuals.
 ///
@@ -170,16 +149,6 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     return values;
   }
 
- private:
-  friend class span_codec<Pipeline>;
-  static void validate(const codec_config& config) {
-    const auto c = config.chunk_values;
-    if (c < min_chunk_values || c > max_chunk_values || c % block_values != 0) {
-      throw argument_error("codec_config: chunk_values " + std::to_string(c) +
-                           " must be a multiple of 32 in [32, 65536] (or 0 for the default)");
-    }
-  }
-
   /// The fill value as T's bit pattern, or nothing; a fill value T cannot hold exactly is an error.
   template <floating_value T>
   std::optional<bits_of<T>> fill_bits() const {
@@ -191,6 +160,16 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
                            to_string(value_type_of<T>));
     }
     return std::bit_cast<bits_of<T>>(narrowed);
+  }
+
+ private:
+  friend class span_codec<Pipeline>;
+  static void validate(const codec_config& config) {
+    const auto c = config.chunk_values;
+    if (c < min_chunk_values || c > max_chunk_values || c % block_values != 0) {
+      throw argument_error("codec_config: chunk_values " + std::to_string(c) +
+                           " must be a multiple of 32 in [32, 65536] (or 0 for the default)");
+    }
   }
 
   template <floating_value T>
@@ -418,21 +397,14 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   ZCOLL_ALWAYS_INLINE static void residuals_of_block(const BlockQuantizer& quantizer,
                                                      const std::optional<bits_of<T>>& fill, std::span<const T> values,
                                                      std::size_t b, chunk_coder_state& state, std::int32_t* residuals) {
-    alignas(64) T padded[block_values];
     alignas(64) std::int32_t codes[block_values];
     const std::size_t first = b * block_values;
     const std::size_t lanes = std::min(block_values, values.size() - first);
-    const T* x = values.data() + first;
-    if (lanes < block_values) {
-      std::fill(std::copy_n(x, lanes, padded), padded + block_values, T(0));
-      x = padded;
-    }
-    const block_mask valid = detail::first_lanes(lanes);
-    const block_mask unbounded = quantizer.quantize(x, codes) & valid;
-    const block_mask fill_lanes = fill ? lanes_equal_to(x, *fill) & valid : 0;
-    if ((unbounded | fill_lanes) != 0) {
-      repeat_previous_code(codes, unbounded | fill_lanes, state.previous_code);
-      state.exceptions[state.exception_count++] = {static_cast<std::uint16_t>(b), fill_lanes, unbounded & ~fill_lanes};
+    const detail::exception_masks e =
+        detail::quantize_block<T>(quantizer, fill.has_value(), fill.value_or(0), values.data() + first, lanes, codes);
+    if (e.any() != 0) {
+      detail::repeat_previous_code(codes, e.any(), state.previous_code);
+      state.exceptions[state.exception_count++] = {static_cast<std::uint16_t>(b), e.fill, e.outliers};
     }
     state.previous_code = codes[block_values - 1];
     P::forward(state.predictor, codes, residuals);
@@ -521,30 +493,8 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     return 1 + values.size_bytes();
   }
 
-  /// Lanes whose bit pattern equals the fill value's (bitwise, so a NaN fill value works too).
-  template <floating_value T>
-  ZCOLL_ALWAYS_INLINE static block_mask lanes_equal_to(const T* x, bits_of<T> fill) {
-    alignas(64) std::uint32_t equal[block_values];
-    for (std::size_t j = 0; j < block_values; ++j) equal[j] = std::bit_cast<bits_of<T>>(x[j]) == fill ? 1u : 0u;
-    return lanes_nonzero(equal);
-  }
-
-  /// An exception's code repeats the code before it (0 at a chunk's start), so a run of exceptions
-  /// costs no residual inside or at its start. Filled run by run: a fill mask has few runs (coasts),
-  /// where a loop over its bits made a chain of store-to-load dependencies.
-  static void repeat_previous_code(std::int32_t* codes, block_mask lanes, std::int32_t previous_code) {
-    for (block_mask rest = lanes; rest != 0;) {
-      const auto start = static_cast<unsigned>(std::countr_zero(rest));
-      const auto length = static_cast<unsigned>(std::countr_one(rest >> start));
-      std::fill_n(codes + start, length, start == 0 ? previous_code : codes[start - 1]);
-      rest = start + length >= 32 ? 0 : rest & ~((block_mask{1} << (start + length)) - 1);
-    }
-  }
-
-  /// A block whose every valid lane is fill, and nothing else: it joins a fill run.
   static bool all_fill(const detail::block_exceptions& e, std::size_t chunk_size) {
-    const std::size_t lanes = std::min(block_values, chunk_size - std::size_t{e.block} * block_values);
-    return e.outliers == 0 && e.fill == detail::first_lanes(lanes);
+    return detail::all_fill({e.fill, e.outliers}, std::min(block_values, chunk_size - std::size_t{e.block} * block_values));
   }
 
   /// Calls run(first, count) for each fill run and block(e) for each masked block, in block order.
@@ -574,8 +524,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     for_each_exception_entry(
         exceptions, chunk_size, [&](std::size_t, std::size_t) { bytes += detail::exception_entry_header_bytes; },
         [&](const detail::block_exceptions& e) {
-          bytes += detail::exception_entry_header_bytes + detail::masked_block_mask_bytes +
-                   sizeof(T) * static_cast<std::size_t>(std::popcount(e.outliers));
+          bytes += detail::masked_block_entry_bytes<T>(e.outliers);
         });
     return bytes;
   }

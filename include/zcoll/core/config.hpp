@@ -19,7 +19,7 @@
 // AVX2 paths for the per-block bit-plane math; the portable loops are used otherwise (and give the same
 // bytes). There is no AVX-512 path: the machines zcoll is developed and tested on lack AVX-512, and an
 // untested path is not shipped.
-#if defined(__AVX2__)
+#if defined(__AVX2__) && !defined(__CUDA_ARCH__)
 #define ZCOLL_HAS_AVX2 1
 #else
 #define ZCOLL_HAS_AVX2 0
@@ -27,7 +27,7 @@
 
 // F16C's float <-> half conversions (the row-wise quantizers' f16 scale and bias), independent of AVX2:
 // a build with -mno-avx2 on an F16C machine still has them.
-#if defined(__F16C__)
+#if defined(__F16C__) && !defined(__CUDA_ARCH__)
 #define ZCOLL_HAS_F16C 1
 #else
 #define ZCOLL_HAS_F16C 0
@@ -42,6 +42,15 @@
 #define ZCOLL_ALWAYS_INLINE inline
 #define ZCOLL_LAMBDA_ALWAYS_INLINE
 #define ZCOLL_RESTRICT
+#endif
+
+// The per-block math of every stage is written once and compiled for both sides: under nvcc it is
+// __host__ __device__ (the CUDA drivers in the .cuh files call it from their kernels), elsewhere it is
+// plain C++. In the device pass the portable loops are used (ZCOLL_HAS_AVX2 is 0 there).
+#if defined(__CUDACC__)
+#define ZCOLL_HOST_DEVICE __host__ __device__
+#else
+#define ZCOLL_HOST_DEVICE
 #endif
 
 #define ZCOLL_VERSION_MAJOR 0

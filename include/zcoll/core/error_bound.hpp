@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 
 namespace zcoll {
@@ -40,7 +41,7 @@ inline bound relative(double fraction) {
 /// The absolute bound that `b` means for data whose range is `value_range`, rounded down so the
 /// stated guarantee holds exactly. A range that is not finite (values near ±max of the type) gives a
 /// bound that no quantizer step can honour, so the codec falls back to storing values exactly.
-inline double absolute_bound(const bound& b, double value_range) {
+ZCOLL_HOST_DEVICE inline double absolute_bound(const bound& b, double value_range) {
   if (b.mode == bound_mode::absolute) return b.value;
   if (!(value_range > 0.0)) return 0.0;
   const double eb = b.value * value_range;

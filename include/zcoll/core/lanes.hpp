@@ -23,7 +23,7 @@ inline constexpr std::size_t block_values = 32;
 using block_mask = std::uint32_t;
 
 /// Lanes j with bit `bit` of v[j] set.
-ZCOLL_ALWAYS_INLINE block_mask lanes_with_bit(const std::uint32_t* v, unsigned bit) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE block_mask lanes_with_bit(const std::uint32_t* v, unsigned bit) {
 #if ZCOLL_HAS_AVX2
   const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(31 - bit));
   block_mask m = 0;
@@ -40,7 +40,7 @@ ZCOLL_ALWAYS_INLINE block_mask lanes_with_bit(const std::uint32_t* v, unsigned b
 }
 
 /// Lanes j with v[j] != 0.
-ZCOLL_ALWAYS_INLINE block_mask lanes_nonzero(const std::uint32_t* v) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE block_mask lanes_nonzero(const std::uint32_t* v) {
 #if ZCOLL_HAS_AVX2
   block_mask zero = 0;
   for (int k = 0; k < 4; ++k) {
@@ -57,7 +57,7 @@ ZCOLL_ALWAYS_INLINE block_mask lanes_nonzero(const std::uint32_t* v) {
 }
 
 /// v[j] |= 1 << bit for the lanes j in `lanes`.
-ZCOLL_ALWAYS_INLINE void set_bit_in_lanes(std::uint32_t* v, block_mask lanes, unsigned bit) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void set_bit_in_lanes(std::uint32_t* v, block_mask lanes, unsigned bit) {
 #if ZCOLL_HAS_AVX2
   const __m256i select = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
   const __m256i b = _mm256_set1_epi32(static_cast<int>(1u << bit));

@@ -37,12 +37,15 @@
 #include <string>
 
 #include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/value_type.hpp"
 
 namespace zcoll {
 
 inline constexpr std::uint8_t stream_magic[4] = {0x5A, 0x43, 0x4F, 0x4C};
+/// The magic as the little-endian word it reads as (device code cannot index a host array).
+inline constexpr std::uint32_t stream_magic_word = 0x4C4F435A;
 inline constexpr std::uint8_t stream_format_version = 1;
 inline constexpr std::size_t stream_header_size_bytes = 40;
 inline constexpr std::uint32_t min_chunk_values = 32;
@@ -61,26 +64,33 @@ struct stream_header {
 };
 
 /// Chunks needed for `count` values of `chunk_values` each.
-constexpr std::uint64_t chunk_count_for(std::uint64_t count, std::uint32_t chunk_values) {
+ZCOLL_HOST_DEVICE constexpr std::uint64_t chunk_count_for(std::uint64_t count, std::uint32_t chunk_values) {
   return count / chunk_values + (count % chunk_values != 0);  // no wrap-around near 2^64
 }
 
 /// Bytes of header plus chunk size index.
-constexpr std::size_t stream_prefix_size_bytes(std::uint32_t chunk_count) {
+ZCOLL_HOST_DEVICE constexpr std::size_t stream_prefix_size_bytes(std::uint32_t chunk_count) {
   return stream_header_size_bytes + std::size_t{4} * chunk_count;
 }
 
+/// Stores the header's stream_header_size_bytes bytes at `out` (host and CUDA drivers alike).
+ZCOLL_HOST_DEVICE inline void store_stream_header(const stream_header& h, std::byte* out) {
+  const auto put = [&](std::size_t offset, const auto& value) { std::memcpy(out + offset, &value, sizeof value); };
+  const std::uint32_t magic = stream_magic_word;  // a copy: device code cannot take a host constant's address
+  put(0, magic);
+  out[4] = static_cast<std::byte>(stream_format_version);
+  out[5] = static_cast<std::byte>(h.codec_id);
+  out[6] = static_cast<std::byte>(h.type);
+  out[7] = static_cast<std::byte>(h.has_fill_value ? 1 : 0);
+  put(8, h.count);
+  put(16, h.error_bound);
+  put(24, h.fill_bits);
+  put(32, h.chunk_values);
+  put(36, h.chunk_count);
+}
+
 inline void write_stream_header(byte_writer& out, const stream_header& h) {
-  for (auto b : stream_magic) out.write(b);
-  out.write(stream_format_version);
-  out.write(h.codec_id);
-  out.write(static_cast<std::uint8_t>(h.type));
-  out.write(static_cast<std::uint8_t>(h.has_fill_value ? 1 : 0));
-  out.write(h.count);
-  out.write(h.error_bound);
-  out.write(h.fill_bits);
-  out.write(h.chunk_values);
-  out.write(h.chunk_count);
+  store_stream_header(h, out.claim(stream_header_size_bytes).data());
 }
 
 /// Reads and validates the fixed header (not the index).

@@ -11,6 +11,7 @@
 #include <span>
 #include <type_traits>
 
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/exec.hpp"
 #include "zcoll/core/value_type.hpp"
 
@@ -22,11 +23,11 @@ struct value_extent {
   T lowest = std::numeric_limits<T>::infinity();
   T highest = -std::numeric_limits<T>::infinity();
 
-  bool empty() const { return lowest > highest; }
+  ZCOLL_HOST_DEVICE bool empty() const { return lowest > highest; }
   /// highest - lowest in double, rounded toward zero so that a bound derived from it never exceeds
   /// fraction * (max - min) (exact for f32 data; for f64 the rounding error is recovered by TwoSum).
   /// 0 when empty.
-  double range() const {
+  ZCOLL_HOST_DEVICE double range() const {
     if (empty()) return 0.0;
     const double hi = highest, lo = -static_cast<double>(lowest);
     const double r = hi + lo;

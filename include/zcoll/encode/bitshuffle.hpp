@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/encode/detail/bitshuffle_block.hpp"
 
@@ -20,21 +21,34 @@ struct BitShuffle {
 
   /// Writes 32 residuals at `out` (room for max_block_bytes); returns the block's size. Bytes of that
   /// room past the size may be overwritten as scratch.
-  ZCOLL_ALWAYS_INLINE static std::size_t encode_block(const std::int32_t* residuals, std::byte* out) {
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE static std::size_t encode_block(const std::int32_t* residuals, std::byte* out) {
     return detail::bitshuffle_encode_block(residuals, out);
+  }
+
+  /// The size of the block whose first byte is `first`, or 0 when no block starts so.
+  ZCOLL_HOST_DEVICE static constexpr std::size_t block_bytes(std::byte first) {
+    const unsigned planes = std::to_integer<unsigned>(first);
+    return planes > 32 ? 0 : detail::bitshuffle_block_bytes(planes);
+  }
+
+  /// Decodes the block at `in`, whose block_bytes(in[0]) bytes the caller has checked are there.
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE static void decode_checked_block(const std::byte* in, std::uint32_t* residuals) {
+    detail::bitshuffle_decode_block(std::to_integer<unsigned>(in[0]), in, residuals);
   }
 
   /// Reads one block from the front of `in` into 32 residuals; returns the bytes consumed.
   ZCOLL_ALWAYS_INLINE static std::size_t decode_block(std::span<const std::byte> in, std::uint32_t* residuals) {
     if (in.empty()) throw format_error("bitshuffle: block header missing at end of chunk");
-    const unsigned planes = std::to_integer<unsigned>(in[0]);
-    if (planes > 32) throw format_error("bitshuffle: block has " + std::to_string(planes) + " bit planes (at most 32)");
-    const std::size_t size = detail::bitshuffle_block_bytes(planes);
+    const std::size_t size = block_bytes(in[0]);
+    if (size == 0) {
+      throw format_error("bitshuffle: block has " + std::to_string(std::to_integer<unsigned>(in[0])) +
+                         " bit planes (at most 32)");
+    }
     if (size > in.size()) {
       throw format_error("bitshuffle: block of " + std::to_string(size) + " bytes truncated to " +
                          std::to_string(in.size()));
     }
-    detail::bitshuffle_decode_block(planes, in.data(), residuals);
+    decode_checked_block(in.data(), residuals);
     return size;
   }
 };

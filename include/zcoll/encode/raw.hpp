@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/lanes.hpp"
 
@@ -18,9 +19,17 @@ struct Raw {
   static constexpr const char* name = "raw";
   static constexpr std::size_t max_block_bytes = 4 * block_values;
 
-  static std::size_t encode_block(const std::int32_t* residuals, std::byte* out) {
+  ZCOLL_HOST_DEVICE static std::size_t encode_block(const std::int32_t* residuals, std::byte* out) {
     std::memcpy(out, residuals, max_block_bytes);
     return max_block_bytes;
+  }
+
+  /// Every block is max_block_bytes long.
+  ZCOLL_HOST_DEVICE static constexpr std::size_t block_bytes(std::byte) { return max_block_bytes; }
+
+  /// Decodes the block at `in`, whose max_block_bytes the caller has checked are there.
+  ZCOLL_HOST_DEVICE static void decode_checked_block(const std::byte* in, std::uint32_t* residuals) {
+    std::memcpy(residuals, in, max_block_bytes);
   }
 
   static std::size_t decode_block(std::span<const std::byte> in, std::uint32_t* residuals) {

@@ -28,7 +28,7 @@ struct Lorenzo1D {
     std::uint32_t previous = 0;
   };
 
-  ZCOLL_ALWAYS_INLINE static void forward(state& s, const std::int32_t* ZCOLL_RESTRICT codes,
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE static void forward(state& s, const std::int32_t* ZCOLL_RESTRICT codes,
                                           std::int32_t* ZCOLL_RESTRICT residuals) {
 #if ZCOLL_HAS_AVX2
     // The codes were just stored: an unaligned load of codes[j - 1] would straddle two stores and miss
@@ -54,7 +54,7 @@ struct Lorenzo1D {
 
   /// Codes from residuals, in place.
   /// Codes from residuals, in place: an inclusive prefix sum.
-  ZCOLL_ALWAYS_INLINE static void inverse(state& s, std::uint32_t* values) {
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE static void inverse(state& s, std::uint32_t* values) {
 #if ZCOLL_HAS_AVX2
     // Scan each 8 lanes on their own (log steps within each 128-bit half, then the low half's total
     // into the high half), then add the running total. Only that last add is a chain from vector to

@@ -15,12 +15,12 @@ struct None {
 
   struct state {};
 
-  ZCOLL_ALWAYS_INLINE static void forward(state&, const std::int32_t* ZCOLL_RESTRICT codes,
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE static void forward(state&, const std::int32_t* ZCOLL_RESTRICT codes,
                                           std::int32_t* ZCOLL_RESTRICT residuals) {
     for (std::size_t j = 0; j < block_values; ++j) residuals[j] = codes[j];
   }
 
-  ZCOLL_ALWAYS_INLINE static void inverse(state&, std::uint32_t*) {}
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE static void inverse(state&, std::uint32_t*) {}
 };
 
 }  // namespace zcoll::predict

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/value_type.hpp"
 
@@ -18,14 +19,14 @@ struct Exact {
   template <floating_value T>
   class block_quantizer {
    public:
-    explicit block_quantizer(double) {}
-    bool usable() const { return false; }
-    double guaranteed_bound() const { return 0.0; }
-    block_mask quantize(const T*, std::int32_t* codes) const {
+    ZCOLL_HOST_DEVICE explicit block_quantizer(double) {}
+    ZCOLL_HOST_DEVICE bool usable() const { return false; }
+    ZCOLL_HOST_DEVICE double guaranteed_bound() const { return 0.0; }
+    ZCOLL_HOST_DEVICE block_mask quantize(const T*, std::int32_t* codes) const {
       for (std::size_t j = 0; j < block_values; ++j) codes[j] = 0;
       return ~block_mask{0};
     }
-    void dequantize(const std::uint32_t*, T* out, std::size_t lanes) const {
+    ZCOLL_HOST_DEVICE void dequantize(const std::uint32_t*, T* out, std::size_t lanes) const {
       for (std::size_t j = 0; j < lanes; ++j) out[j] = T(0);
     }
   };

@@ -39,7 +39,7 @@ struct Linear {
     /// still fit a signed 32-bit word.
     static constexpr std::int32_t max_code = std::is_same_v<T, float> ? (1 << 24) : (1 << 30) - 1;
 
-    explicit block_quantizer(double error_bound)
+    ZCOLL_HOST_DEVICE explicit block_quantizer(double error_bound)
         : error_bound_(error_bound),
           step_(static_cast<T>(2.0 * error_bound)),
           inverse_step_(static_cast<T>(0.5 / error_bound)),
@@ -47,17 +47,17 @@ struct Linear {
 
     /// False when no step of type T honours the bound (eb = 0, or so small or large that 2eb or its
     /// inverse is 0 or infinite in T): the pipeline then stores values exactly.
-    bool usable() const {
+    ZCOLL_HOST_DEVICE bool usable() const {
       return error_bound_ > 0.0 && step_ > T(0) && step_ <= std::numeric_limits<T>::max() &&
              inverse_step_ > T(0) && inverse_step_ <= std::numeric_limits<T>::max() && check_bound_ > T(0);
     }
 
     /// The bound the stream states: what every finite, stored-as-code value is within.
-    double guaranteed_bound() const { return error_bound_; }
+    ZCOLL_HOST_DEVICE double guaranteed_bound() const { return error_bound_; }
 
     /// Codes for 32 values; returns the lanes whose code would break the bound (their code is 0 when
     /// out of range; the check of |x - x'| then fails too, as |x| > 2^24 * 2eb).
-    ZCOLL_ALWAYS_INLINE block_mask quantize(const T* ZCOLL_RESTRICT x, std::int32_t* ZCOLL_RESTRICT codes) const {
+    ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE block_mask quantize(const T* ZCOLL_RESTRICT x, std::int32_t* ZCOLL_RESTRICT codes) const {
       alignas(64) T reconstructed[block_values];
       constexpr T code_limit = static_cast<T>(max_code);
       for (std::size_t j = 0; j < block_values; ++j) {
@@ -71,21 +71,21 @@ struct Linear {
         const T bounded = std::bit_cast<T>(static_cast<bits>(std::bit_cast<bits>(rounded) & keep));
         const auto q = static_cast<std::int32_t>(bounded);
         codes[j] = q;
-        reconstructed[j] = static_cast<T>(q) * step_;  // exactly the decoder's dequantize
+        reconstructed[j] = zcoll::detail::uncontracted_product(static_cast<T>(q), step_);  // the decoder's dequantize
       }
       zcoll::detail::materialize(reconstructed);
       return ~lanes_within(x, reconstructed);
     }
 
     /// Values for the first `lanes` codes (read as two's complement words).
-    ZCOLL_ALWAYS_INLINE void dequantize(const std::uint32_t* ZCOLL_RESTRICT codes, T* ZCOLL_RESTRICT out,
+    ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void dequantize(const std::uint32_t* ZCOLL_RESTRICT codes, T* ZCOLL_RESTRICT out,
                                         std::size_t lanes) const {
       for (std::size_t j = 0; j < lanes; ++j) out[j] = static_cast<T>(static_cast<std::int32_t>(codes[j])) * step_;
     }
 
    private:
     /// Lanes with |x - x'| <= check_bound_ (never for NaN or ±Inf).
-    ZCOLL_ALWAYS_INLINE block_mask lanes_within(const T* ZCOLL_RESTRICT x, const T* ZCOLL_RESTRICT reconstructed) const {
+    ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE block_mask lanes_within(const T* ZCOLL_RESTRICT x, const T* ZCOLL_RESTRICT reconstructed) const {
 #if ZCOLL_HAS_AVX2
       if constexpr (std::is_same_v<T, float>) {
         const __m256 magnitude_bits = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
@@ -119,7 +119,7 @@ struct Linear {
 
     /// The largest threshold c in T such that a computed |x - x'| <= c proves the exact |x - x'| <= eb:
     /// the subtraction rounds by at most a factor (1 ± 2^-p), so c = eb (1 - 2^-(p-1)), rounded down.
-    static T lowered_check_bound(double eb) {
+    ZCOLL_HOST_DEVICE static T lowered_check_bound(double eb) {
       constexpr int p = std::numeric_limits<T>::digits;
       const double c = eb * (1.0 - std::ldexp(1.0, -(p - 1)));
       T t = static_cast<T>(c);

@@ -24,7 +24,7 @@ namespace zcoll::encode::detail {
 inline constexpr std::size_t bitshuffle_max_block_bytes = 1 + 4 + 4 * block_values;
 
 /// Bytes of an encoded block with `planes` bit planes.
-constexpr std::size_t bitshuffle_block_bytes(unsigned planes) { return planes == 0 ? 1 : 5 + 4 * std::size_t{planes}; }
+ZCOLL_HOST_DEVICE constexpr std::size_t bitshuffle_block_bytes(unsigned planes) { return planes == 0 ? 1 : 5 + 4 * std::size_t{planes}; }
 
 #if ZCOLL_HAS_AVX2
 /// Byte slicing for AVX2. A bit plane of 32 lanes is one vpmovmskb of a vector that holds one byte of
@@ -118,7 +118,7 @@ struct byte_slicing {
 #endif
 
 /// Encodes 32 residuals at `out` (which has room for bitshuffle_max_block_bytes); returns bytes written.
-ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOLL_RESTRICT residuals,
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOLL_RESTRICT residuals,
                                                         std::byte* ZCOLL_RESTRICT out) {
 #if ZCOLL_HAS_AVX2
   // All in registers: magnitudes (vpabsd gives 2^31 for INT32_MIN, read as unsigned), sign bits by
@@ -178,7 +178,7 @@ ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOL
 /// Decodes the block whose planes byte is `planes` (<= 32) from `in`, which holds the whole block.
 /// Residuals come back as unsigned words (two's complement): a corrupted stream then wraps instead of
 /// overflowing a signed integer.
-ZCOLL_ALWAYS_INLINE void bitshuffle_decode_block(unsigned planes, const std::byte* ZCOLL_RESTRICT in,
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void bitshuffle_decode_block(unsigned planes, const std::byte* ZCOLL_RESTRICT in,
                                                  std::uint32_t* ZCOLL_RESTRICT residuals) {
 #if ZCOLL_HAS_AVX2
   // Branch-free up to 8 planes (zcoll-bench on the navy winds at 1e-2..1e-4: most blocks need at most

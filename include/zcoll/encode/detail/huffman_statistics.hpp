@@ -130,7 +130,7 @@ class huffman_statistics {
     asm volatile("" : : "r"(slot) : "memory");
 #endif
     counter* ZCOLL_RESTRICT h = partial_.data();
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__CUDACC__)  // host code; nvcc knows no GCC pragmas
 #pragma GCC unroll 8
 #endif
     for (std::size_t j = 0; j < block_values; j += sub_histograms) {

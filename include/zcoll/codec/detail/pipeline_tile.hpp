@@ -1,0 +1,593 @@
+#pragma once
+/// The CUDA driver's algorithm for one chunk ("tile") of a batch of pipeline streams, written for a team
+/// of threads that holds one thread per 32-value block of the chunk.
+///
+/// One launch compresses every chunk of every stream of a batch (the per-destination blocks of an
+/// all-to-all, or one stream): each thread quantizes, predicts and encodes its block with the per-block
+/// math the host driver uses (codec/detail/pipeline_block.hpp, the stages' *_block functions), team scans
+/// place the blocks in the chunk, and a scan over the tiles in launch order (CUB's decoupled look-back on
+/// the GPU) places the chunk in the output and the streams one after another — so the bytes are the host
+/// driver's, stream by stream, and each stream's size is produced where it is computed.
+///
+/// A Team provides: rank() and size(); sync(); exclusive_scan(value, op, initial, aggregate) over the
+/// team in rank order; tile_prefix(value), the exclusive scan of the tiles' values in tile order; flags()
+/// and words(), size() bytes and size() + 2 words the team shares; and report(fault) for the first
+/// decoding fault. The CUDA team is in codec/pipeline.cuh; tests run the same code on a host team of
+/// std::threads (tests/support/host_team.hpp), which is how this algorithm is tested without a GPU.
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string>
+
+#include "zcoll/codec/codec_id.hpp"
+#include "zcoll/codec/detail/pipeline_block.hpp"
+#include "zcoll/core/checked_size.hpp"
+#include "zcoll/core/config.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/core/error_bound.hpp"
+#include "zcoll/core/lanes.hpp"
+#include "zcoll/core/stream_header.hpp"
+#include "zcoll/core/value_range.hpp"
+#include "zcoll/core/value_type.hpp"
+#include "zcoll/predict/lorenzo.hpp"
+#include "zcoll/predict/none.hpp"
+
+namespace zcoll::detail {
+
+/// Streams in one batch launch: the kernel parameters carry the batch's layout, so a launch needs no
+/// copy to the device first (4 KiB of parameters at most).
+inline constexpr std::uint32_t max_batch_streams = 64;
+/// The longest chunk a team covers: one thread per block, at most 1024 threads in a CUDA block.
+inline constexpr std::uint32_t max_team_chunk_values = 1024 * block_values;
+
+/// Threads in the team for chunks of `chunk_values`: one per block, a power of two from 128 to 1024.
+ZCOLL_HOST_DEVICE constexpr unsigned team_threads_for(std::uint32_t chunk_values) {
+  unsigned threads = 128;
+  while (threads * block_values < chunk_values) threads *= 2;
+  return threads;
+}
+
+/// Predictors whose state at a block is the last code (or value) before it, so a team scan gives it.
+template <class P>
+inline constexpr bool scan_predictor = std::is_same_v<P, predict::Lorenzo1D> || std::is_same_v<P, predict::None>;
+
+template <class P>
+ZCOLL_HOST_DEVICE typename P::state predictor_state_after(std::uint32_t previous) {
+  if constexpr (std::is_same_v<P, predict::Lorenzo1D>) {
+    return {previous};
+  } else {
+    (void)previous;
+    return {};
+  }
+}
+
+/// The last coded (not exception) code of a block, if it has one: an exception repeats the code before it,
+/// which may be in any earlier block of the chunk, so the codes exceptions repeat are a scan.
+struct kept_code {
+  std::uint32_t present = 0;
+  std::int32_t code = 0;
+};
+struct keep_later_code {
+  ZCOLL_HOST_DEVICE kept_code operator()(const kept_code& a, const kept_code& b) const { return b.present ? b : a; }
+};
+ZCOLL_HOST_DEVICE inline kept_code last_kept_code(const std::int32_t* codes, block_mask exceptions) {
+  const block_mask kept = ~exceptions;
+  if (kept == 0) return {};
+  return {1, codes[31 - std::countl_zero(kept)]};
+}
+
+/// What a block adds to its chunk: encoded bytes, exception-section bytes and entries.
+struct chunk_sizes {
+  std::uint32_t block_bytes = 0;
+  std::uint32_t exception_bytes = 0;
+  std::uint32_t entries = 0;
+};
+struct add_chunk_sizes {
+  ZCOLL_HOST_DEVICE chunk_sizes operator()(const chunk_sizes& a, const chunk_sizes& b) const {
+    return {a.block_bytes + b.block_bytes, a.exception_bytes + b.exception_bytes, a.entries + b.entries};
+  }
+};
+
+struct add_words {
+  ZCOLL_HOST_DEVICE std::uint32_t operator()(std::uint32_t a, std::uint32_t b) const { return a + b; }
+};
+
+/// A tile's bytes in the batch's output and in its stream: the segmented sum whose exclusive prefix
+/// gives a tile both its offset in the output and its stream's start (a stream's first tile starts a
+/// segment, and carries the stream's header and index).
+struct placement {
+  std::uint64_t offset = 0;
+  std::uint64_t in_stream = 0;
+  std::uint32_t starts_stream = 0;
+};
+struct place_after {
+  ZCOLL_HOST_DEVICE placement operator()(const placement& a, const placement& b) const {
+    return {a.offset + b.offset, b.starts_stream ? b.in_stream : a.in_stream + b.in_stream,
+            a.starts_stream | b.starts_stream};
+  }
+};
+
+/// Smallest and largest order key (core/value_range.hpp) of a stream's finite, non-fill values, as the
+/// relative bound's range pass leaves them.
+struct extent_keys {
+  long long lowest = std::numeric_limits<long long>::max();
+  long long highest = std::numeric_limits<long long>::min();
+};
+
+template <floating_value T>
+ZCOLL_HOST_DEVICE double range_of(const extent_keys& keys) {
+  using key = std::make_signed_t<bits_of<T>>;
+  if (keys.lowest > keys.highest) return 0.0;
+  return value_extent<T>{from_order_key<T>(static_cast<key>(keys.lowest)),
+                         from_order_key<T>(static_cast<key>(keys.highest))}
+      .range();
+}
+
+/// Whether the order key of `v` counts for the value range: finite and not the fill value.
+template <floating_value T>
+ZCOLL_HOST_DEVICE bool in_value_range(T v, bool has_fill, bits_of<T> fill) {
+  const auto b = std::bit_cast<bits_of<T>>(v);
+  constexpr bits_of<T> magnitude = std::numeric_limits<std::make_signed_t<bits_of<T>>>::max();
+  return (b & magnitude) <= std::bit_cast<bits_of<T>>(std::numeric_limits<T>::max()) && !(has_fill && b == fill);
+}
+
+/// Where a tile is: its stream, its chunk in the stream, and the chunk's values and blocks.
+struct tile_place {
+  std::uint32_t stream = 0;
+  std::uint32_t chunk = 0;
+  std::uint32_t chunks = 0;        ///< the stream's chunk count (0: an empty stream's one tile)
+  std::uint64_t first_value = 0;   ///< the chunk's first value within its stream
+  std::size_t values = 0;
+  std::size_t blocks = 0;
+
+  /// Values of block b of the chunk (0 past its end).
+  ZCOLL_HOST_DEVICE std::size_t lanes_of_block(std::size_t b) const {
+    if (b >= blocks) return 0;
+    return values - b * block_values < block_values ? values - b * block_values : block_values;
+  }
+};
+
+/// The streams of a batch: stream s compresses values [first_value[s], first_value[s + 1]) and takes
+/// tiles [first_tile[s], first_tile[s + 1]) (one per chunk, one for an empty stream).
+struct batch_layout {
+  std::uint32_t streams = 0;
+  std::uint32_t chunk_values = 0;
+  std::uint64_t first_value[max_batch_streams + 1] = {};
+  std::uint32_t first_tile[max_batch_streams + 1] = {};
+
+  ZCOLL_HOST_DEVICE std::uint32_t tiles() const { return first_tile[streams]; }
+  ZCOLL_HOST_DEVICE std::uint64_t count(std::uint32_t s) const { return first_value[s + 1] - first_value[s]; }
+  ZCOLL_HOST_DEVICE std::uint32_t chunks(std::uint32_t s) const {
+    return static_cast<std::uint32_t>(chunk_count_for(count(s), chunk_values));
+  }
+  /// The stream that tile `t` belongs to (binary search; a handful of steps).
+  ZCOLL_HOST_DEVICE std::uint32_t stream_of(std::uint32_t t) const {
+    std::uint32_t low = 0, high = streams;  // first_tile[low] <= t < first_tile[high]
+    while (high - low > 1) {
+      const std::uint32_t mid = (low + high) / 2;
+      (first_tile[mid] <= t ? low : high) = mid;
+    }
+    return low;
+  }
+  ZCOLL_HOST_DEVICE tile_place tile(std::uint32_t t) const {
+    tile_place p;
+    p.stream = stream_of(t);
+    p.chunk = t - first_tile[p.stream];
+    p.chunks = chunks(p.stream);
+    p.first_value = std::uint64_t{p.chunk} * chunk_values;
+    p.values = p.chunks == 0 ? 0 : static_cast<std::size_t>(std::min<std::uint64_t>(chunk_values, count(p.stream) - p.first_value));
+    p.blocks = (p.values + block_values - 1) / block_values;
+    return p;
+  }
+};
+
+/// The batch layout for streams of `counts` values, checked at the API boundary.
+inline batch_layout make_layout(const char* caller, std::span<const std::size_t> counts,
+                                               std::uint32_t chunk_values) {
+  if (counts.size() == 0 || counts.size() > max_batch_streams) {
+    throw argument_error(std::string(caller) + ": counts holds " + std::to_string(counts.size()) +
+                         " streams; a batch takes 1 to " + std::to_string(max_batch_streams));
+  }
+  if (chunk_values > max_team_chunk_values) {
+    throw argument_error(std::string(caller) + ": codec_config chunk_values " + std::to_string(chunk_values) +
+                         " is more than the CUDA driver's " + std::to_string(max_team_chunk_values) +
+                         " (one thread per 32 values in a CUDA block of at most 1024)");
+  }
+  batch_layout layout;
+  layout.streams = static_cast<std::uint32_t>(counts.size());
+  layout.chunk_values = chunk_values;
+  std::uint64_t tiles = 0;
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    layout.first_value[s + 1] = checked_add(layout.first_value[s], counts[s], caller, "the sum of counts");
+    tiles += std::max<std::uint64_t>(1, chunk_count_for(counts[s], chunk_values));
+    if (tiles > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+      throw argument_error(std::string(caller) + ": counts make more than 2^31 chunks of " + std::to_string(chunk_values) +
+                           "; raise chunk_values or split the batch");
+    }
+    layout.first_tile[s + 1] = static_cast<std::uint32_t>(tiles);
+  }
+  return layout;
+}
+
+/// A compression launch: the values, the configuration, and where the results go (device memory on a GPU).
+template <floating_value T>
+struct compress_job {
+  batch_layout layout;
+  const T* values = nullptr;
+  std::byte* out = nullptr;
+  bound error_bound{};
+  bool has_fill = false;
+  bits_of<T> fill = 0;
+  const extent_keys* extents = nullptr;   ///< per stream, for a relative bound
+  std::uint64_t* stream_offset = nullptr; ///< per stream: where it starts in `out`
+  std::uint64_t* stream_bytes = nullptr;  ///< per stream: its size
+  std::uint64_t* total_bytes = nullptr;   ///< the batch's size
+};
+
+/// Compresses tile `t` of the job with the team; every thread of the team calls it.
+template <class Q, class P, class E, floating_value T, class Team>
+ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std::uint32_t t) {
+  static_assert(scan_predictor<P>, "the CUDA driver predicts with Lorenzo1D or None");
+  const batch_layout& layout = job.layout;
+  const tile_place tile_at = layout.tile(t);
+  const std::uint32_t s = tile_at.stream, c = tile_at.chunk, chunks = tile_at.chunks;
+  const std::uint64_t first = tile_at.first_value;
+  const std::size_t n = tile_at.values, blocks = tile_at.blocks;
+  const T* const values = job.values + layout.first_value[s] + first;
+
+  double eb = 0.0;
+  if constexpr (Q::uses_error_bound) {
+    const bool relative = job.error_bound.mode == bound_mode::relative;
+    eb = absolute_bound(job.error_bound, relative ? range_of<T>(job.extents[s]) : 0.0);
+  }
+  const typename Q::template block_quantizer<T> quantizer(eb);
+  const bool coded = n > 0 && quantizer.usable();
+  const unsigned b = team.rank();
+  const std::size_t lanes = tile_at.lanes_of_block(b);
+  const bool mine = coded && lanes > 0;
+
+  // 1. Codes and exceptions of the thread's block; the code before the block is a scan.
+  std::int32_t codes[block_values] = {};
+  exception_masks e{};
+  kept_code last{};
+  if (mine) {
+    e = quantize_block<T>(quantizer, job.has_fill, job.fill, values + b * block_values, lanes, codes);
+    last = last_kept_code(codes, e.any());
+  }
+  kept_code unused;
+  const kept_code incoming = team.exclusive_scan(last, keep_later_code{}, kept_code{1, 0}, unused);
+
+  // 2. Residuals and the encoded block, kept by the thread until its place is known.
+  std::byte encoded[E::max_block_bytes];
+  std::uint32_t encoded_bytes = 0;
+  if (mine) {
+    repeat_previous_code(codes, e.any(), incoming.code);
+    std::int32_t residuals[block_values];
+    auto state = predictor_state_after<P>(static_cast<std::uint32_t>(incoming.code));
+    P::forward(state, codes, residuals);
+    for (std::size_t j = lanes; j < block_values; ++j) residuals[j] = 0;
+    encoded_bytes = static_cast<std::uint32_t>(E::encode_block(residuals, encoded));
+  }
+
+  // 3. The exception section: a block of nothing but fill joins the fill run of the block before it.
+  const bool fill_block = mine && e.any() != 0 && all_fill(e, lanes);
+  team.flags()[b] = fill_block ? 1 : 0;
+  team.sync();
+  const bool starts_run = fill_block && !(b > 0 && team.flags()[b - 1] != 0);
+  chunk_sizes own{encoded_bytes, 0, 0};
+  if (mine && e.any() != 0 && (!fill_block || starts_run)) {
+    own.exception_bytes = static_cast<std::uint32_t>(fill_block ? exception_entry_header_bytes
+                                                                : masked_block_entry_bytes<T>(e.outliers));
+    own.entries = 1;
+  }
+  chunk_sizes total;
+  const chunk_sizes before = team.exclusive_scan(own, add_chunk_sizes{}, chunk_sizes{}, total);
+  const std::size_t value_bytes = n * sizeof(T);
+  const std::size_t section_bytes = total.entries > 0 ? 2 + std::size_t{total.exception_bytes} : 0;
+  // As on the host: the coded form is kept only when it is not larger than the values.
+  const bool verbatim = n > 0 && (!coded || 1 + std::size_t{total.block_bytes} + section_bytes > value_bytes);
+  const std::uint64_t chunk_bytes = n == 0 ? 0 : verbatim ? 1 + value_bytes : 1 + total.block_bytes + section_bytes;
+
+  // 4. The chunk's place: the scan over the batch's tiles.
+  const std::uint64_t prefix_bytes = c == 0 ? stream_prefix_size_bytes(chunks) : 0;
+  const placement tile{prefix_bytes + chunk_bytes, prefix_bytes + chunk_bytes, c == 0 ? 1u : 0u};
+  const placement earlier = team.tile_prefix(tile);
+  const std::uint64_t stream_start = c == 0 ? earlier.offset : earlier.offset - earlier.in_stream;
+  std::byte* const stream = job.out + stream_start;
+  std::byte* const chunk = job.out + earlier.offset + prefix_bytes;
+
+  if (team.rank() == 0) {
+    if (c == 0) {
+      stream_header header;
+      header.codec_id = pipeline_codec_id(Q::id, P::id, E::id);
+      header.type = value_type_of<T>;
+      header.has_fill_value = job.has_fill;
+      header.count = layout.count(s);
+      header.error_bound = quantizer.usable() ? quantizer.guaranteed_bound() : 0.0;
+      header.fill_bits = job.has_fill ? job.fill : 0;
+      header.chunk_values = layout.chunk_values;
+      header.chunk_count = chunks;
+      store_stream_header(header, stream);
+      job.stream_offset[s] = stream_start;
+    }
+    if (n > 0) {
+      const auto size32 = static_cast<std::uint32_t>(chunk_bytes);
+      std::memcpy(stream + stream_header_size_bytes + 4 * std::size_t{c}, &size32, 4);
+      const chunk_kind kind = verbatim ? chunk_kind::verbatim
+                              : total.entries > 0 ? chunk_kind::coded_with_exceptions
+                                                  : chunk_kind::coded;
+      chunk[0] = static_cast<std::byte>(kind);
+      if (kind == chunk_kind::coded_with_exceptions) {
+        const auto entries = static_cast<std::uint16_t>(total.entries);
+        std::memcpy(chunk + 1 + total.block_bytes, &entries, 2);
+      }
+    }
+    if (c + 1 >= chunks) job.stream_bytes[s] = (c == 0 ? 0 : earlier.in_stream) + tile.in_stream;
+    if (t + 1 == layout.tiles()) *job.total_bytes = earlier.offset + tile.offset;
+  }
+
+  // 5. The bytes into place.
+  if (verbatim) {
+    if (lanes > 0) std::memcpy(chunk + 1 + b * block_values * sizeof(T), values + b * block_values, lanes * sizeof(T));
+    return;
+  }
+  if (!mine) return;
+  std::memcpy(chunk + 1 + before.block_bytes, encoded, encoded_bytes);
+  if (own.entries == 0) return;
+  std::byte* entry = chunk + 1 + total.block_bytes + 2 + before.exception_bytes;
+  const auto put = [&](const auto& value) {
+    std::memcpy(entry, &value, sizeof value);
+    entry += sizeof value;
+  };
+  put(static_cast<std::uint16_t>(b));
+  if (fill_block) {
+    std::uint16_t run = 1;
+    while (b + run < blocks && team.flags()[b + run] != 0) ++run;
+    put(run);
+    put(static_cast<std::uint8_t>(exception_type::fill_run));
+    return;
+  }
+  put(std::uint16_t{1});
+  put(static_cast<std::uint8_t>(exception_type::masked_block));
+  put(e.fill);
+  put(e.outliers);
+  for (block_mask rest = e.outliers; rest != 0; rest &= rest - 1) {
+    put(values[b * block_values + static_cast<std::size_t>(std::countr_zero(rest))]);
+  }
+}
+
+/// Why a device decoder refused a stream (codec/pipeline.cuh turns it into a format_error message).
+enum class decode_fault_code : std::uint32_t {
+  none = 0,
+  short_stream,        // shorter than its header and index
+  not_a_stream,        // magic, version or reserved flags
+  wrong_codec,         // codec id or value type
+  wrong_count,         // value count is not the output's
+  wrong_chunking,      // chunk length or count is not the codec's
+  bad_error_bound,     // not finite, or no quantizer step while chunks are coded
+  bad_fill,            // fill bits wider than the type, or set without the flag
+  wrong_length,        // header + index + chunks is not the stream's length
+  bad_chunk_kind,
+  bad_verbatim_chunk,  // size is not 1 + the chunk's values
+  bad_block,           // a block header no encoder writes, or a block past the chunk's end
+  bad_exceptions,      // an exception section that does not parse, or names lanes it may not
+  bytes_left,          // bytes after the last block or exception entry
+};
+
+/// The first fault of a launch, as reported: which stream and chunk, and a detail (a byte count or tag).
+struct decode_fault {
+  std::uint32_t code = 0;
+  std::uint32_t stream = 0;
+  std::uint64_t chunk = 0;
+  std::uint64_t detail = 0;
+};
+
+/// A decompression launch: the streams at their offsets in `in`, the values out.
+template <floating_value T>
+struct decompress_job {
+  batch_layout layout;
+  const std::byte* in = nullptr;
+  T* values = nullptr;
+  std::uint64_t stream_offset[max_batch_streams] = {};
+  std::uint64_t stream_bytes[max_batch_streams] = {};
+};
+
+/// The header fields a device decoder checks against what it was asked to decode.
+template <class Q, class P, class E, floating_value T>
+ZCOLL_HOST_DEVICE decode_fault_code check_header(const std::byte* stream, std::uint64_t length, std::uint64_t count,
+                                                 std::uint32_t chunk_values, stream_header& h) {
+  const std::uint32_t chunks = static_cast<std::uint32_t>(chunk_count_for(count, chunk_values));
+  if (length < stream_prefix_size_bytes(chunks)) return decode_fault_code::short_stream;
+  std::uint32_t magic = 0;
+  std::memcpy(&magic, stream, 4);
+  if (magic != stream_magic_word) return decode_fault_code::not_a_stream;
+  const auto flags = std::to_integer<std::uint8_t>(stream[7]);
+  if (std::to_integer<std::uint8_t>(stream[4]) != stream_format_version || flags > 1) {
+    return decode_fault_code::not_a_stream;
+  }
+  if (std::to_integer<std::uint8_t>(stream[5]) != pipeline_codec_id(Q::id, P::id, E::id) ||
+      std::to_integer<std::uint8_t>(stream[6]) != static_cast<std::uint8_t>(value_type_of<T>)) {
+    return decode_fault_code::wrong_codec;
+  }
+  h.has_fill_value = flags == 1;
+  std::memcpy(&h.count, stream + 8, 8);
+  std::memcpy(&h.error_bound, stream + 16, 8);
+  std::memcpy(&h.fill_bits, stream + 24, 8);
+  std::memcpy(&h.chunk_values, stream + 32, 4);
+  std::memcpy(&h.chunk_count, stream + 36, 4);
+  if (h.count != count) return decode_fault_code::wrong_count;
+  if (h.chunk_values != chunk_values || h.chunk_count != chunks) return decode_fault_code::wrong_chunking;
+  if (!(h.error_bound >= 0.0) || !(h.error_bound <= std::numeric_limits<double>::max())) {
+    return decode_fault_code::bad_error_bound;
+  }
+  if ((sizeof(T) == 4 && (h.fill_bits >> 32) != 0) || (!h.has_fill_value && h.fill_bits != 0)) {
+    return decode_fault_code::bad_fill;
+  }
+  return decode_fault_code::none;
+}
+
+/// Applies a chunk's exception section at `section` (`available` bytes to the chunk's end) to its `n`
+/// values; returns the section's size, or 0 (with the fault in `fault`) when it does not parse.
+template <floating_value T>
+ZCOLL_HOST_DEVICE std::size_t apply_exception_section(const std::byte* section, std::size_t available,
+                                                      const stream_header& h, T* values, std::size_t n) {
+  std::size_t at = 0;
+  const auto take = [&](auto& value) {
+    if (available - at < sizeof value) return false;
+    std::memcpy(&value, section + at, sizeof value);
+    at += sizeof value;
+    return true;
+  };
+  const std::size_t blocks = (n + block_values - 1) / block_values;
+  const T fill = std::bit_cast<T>(static_cast<bits_of<T>>(h.fill_bits));
+  std::uint16_t entries = 0;
+  if (!take(entries) || entries == 0) return 0;
+  std::size_t next_free_block = 0;
+  for (std::size_t i = 0; i < entries; ++i) {
+    std::uint16_t first = 0, count = 0;
+    std::uint8_t type = 0;
+    if (!take(first) || !take(count) || !take(type)) return 0;
+    if (count == 0 || first < next_free_block || std::size_t{first} + count > blocks) return 0;
+    next_free_block = std::size_t{first} + count;
+    const std::size_t begin = std::size_t{first} * block_values;
+    const std::size_t end = next_free_block * block_values < n ? next_free_block * block_values : n;
+    if (type == static_cast<std::uint8_t>(exception_type::fill_run)) {
+      if (!h.has_fill_value) return 0;
+      for (std::size_t j = begin; j < end; ++j) values[j] = fill;
+      continue;
+    }
+    block_mask fill_lanes = 0, outliers = 0;
+    if (type != static_cast<std::uint8_t>(exception_type::masked_block) || count != 1) return 0;
+    if (!take(fill_lanes) || !take(outliers)) return 0;
+    const block_mask valid = first_lanes(end - begin);
+    if ((fill_lanes & outliers) != 0 || ((fill_lanes | outliers) & ~valid) != 0 || (fill_lanes | outliers) == 0 ||
+        (fill_lanes != 0 && !h.has_fill_value)) {
+      return 0;
+    }
+    for (block_mask rest = fill_lanes; rest != 0; rest &= rest - 1) values[begin + std::countr_zero(rest)] = fill;
+    for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
+      T value;
+      if (!take(value)) return 0;
+      values[begin + std::countr_zero(rest)] = value;
+    }
+  }
+  return at;
+}
+
+/// Decompresses tile `t` of the job with the team; every thread of the team calls it. A fault is
+/// reported and leaves the tile's values unspecified; it never reads or writes outside the job's buffers.
+template <class Q, class P, class E, floating_value T, class Team>
+ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job, std::uint32_t t) {
+  static_assert(scan_predictor<P>, "the CUDA driver predicts with Lorenzo1D or None");
+  const batch_layout& layout = job.layout;
+  const tile_place tile_at = layout.tile(t);
+  const std::uint32_t s = tile_at.stream, c = tile_at.chunk, chunks = tile_at.chunks;
+  const std::uint64_t first = tile_at.first_value;
+  const std::size_t n = tile_at.values, blocks = tile_at.blocks;
+  T* const values = job.values + layout.first_value[s] + first;
+  const std::byte* const stream = job.in + job.stream_offset[s];
+  const std::uint64_t length = job.stream_bytes[s];
+  const auto fail = [&](decode_fault_code code, std::uint64_t detail) {
+    team.report(decode_fault{static_cast<std::uint32_t>(code), s, c, detail});
+  };
+
+  // 1. Header, and the chunk's size from the index; every tile takes part in the scan, failed or not,
+  // so that no later tile waits for ever.
+  stream_header h;
+  const decode_fault_code header_fault = check_header<Q, P, E, T>(stream, length, layout.count(s), layout.chunk_values, h);
+  std::uint32_t size = 0;
+  if (header_fault == decode_fault_code::none && n > 0) {
+    std::memcpy(&size, stream + stream_header_size_bytes + 4 * std::size_t{c}, 4);
+  }
+  const std::uint64_t prefix_bytes = stream_prefix_size_bytes(chunks);
+  const placement earlier = team.tile_prefix(placement{size, size, c == 0 ? 1u : 0u});
+  const std::uint64_t offset = prefix_bytes + (c == 0 ? 0 : earlier.in_stream);
+  if (header_fault != decode_fault_code::none) {
+    if (team.rank() == 0 && c == 0) fail(header_fault, 0);
+    return;
+  }
+  if (c + 1 >= chunks && offset + size != length) {
+    if (team.rank() == 0) fail(decode_fault_code::wrong_length, offset + size);
+    return;
+  }
+  if (n == 0 || offset + size > length) return;  // the stream's last tile reports a length that does not add up
+  const std::byte* const chunk = stream + offset;
+  if (size == 0) {
+    if (team.rank() == 0) fail(decode_fault_code::bad_chunk_kind, 0);
+    return;
+  }
+  const auto kind = static_cast<chunk_kind>(std::to_integer<std::uint8_t>(chunk[0]));
+  const unsigned b = team.rank();
+  const std::size_t lanes = tile_at.lanes_of_block(b);
+  if (kind == chunk_kind::verbatim) {
+    if (size != 1 + n * sizeof(T)) {
+      if (b == 0) fail(decode_fault_code::bad_verbatim_chunk, size);
+      return;
+    }
+    if (lanes > 0) std::memcpy(values + b * block_values, chunk + 1 + b * block_values * sizeof(T), lanes * sizeof(T));
+    return;
+  }
+  if (kind != chunk_kind::coded && kind != chunk_kind::coded_with_exceptions) {
+    if (b == 0) fail(decode_fault_code::bad_chunk_kind, static_cast<std::uint64_t>(kind));
+    return;
+  }
+  const typename Q::template block_quantizer<T> quantizer(h.error_bound);
+  if (!quantizer.usable()) {
+    if (b == 0) fail(decode_fault_code::bad_error_bound, 0);
+    return;
+  }
+
+  // 2. Where each block starts: its first byte gives its size, so one thread walks the chunk.
+  std::uint32_t* const starts = team.words();
+  const unsigned status = team.size(), end_of_blocks = team.size() + 1;
+  if (b == 0) {
+    std::size_t at = 1;
+    bool ok = true;
+    for (std::size_t k = 0; k < blocks && ok; ++k) {
+      const std::size_t bytes = at < size ? E::block_bytes(chunk[at]) : 0;
+      ok = bytes > 0 && bytes <= size - at;
+      starts[k] = static_cast<std::uint32_t>(at);
+      at += bytes;
+    }
+    if (!ok) fail(decode_fault_code::bad_block, at);
+    starts[status] = ok ? 1 : 0;
+    starts[end_of_blocks] = static_cast<std::uint32_t>(at);
+  }
+  team.sync();
+  if (starts[status] == 0) return;
+
+  // 3. Residuals back to codes (the Lorenzo prefix sum runs on across blocks: a scan of block sums), and
+  // codes to values.
+  std::uint32_t residuals[block_values] = {};
+  std::uint32_t block_sum = 0;
+  if (lanes > 0) {
+    E::decode_checked_block(chunk + starts[b], residuals);
+    for (std::size_t j = 0; j < block_values; ++j) block_sum += residuals[j];
+  }
+  std::uint32_t unused;
+  const std::uint32_t incoming = team.exclusive_scan(block_sum, add_words{}, 0u, unused);
+  if (lanes > 0) {
+    auto state = predictor_state_after<P>(incoming);
+    P::inverse(state, residuals);
+    T decoded[block_values];
+    quantizer.dequantize(residuals, decoded, lanes);
+    for (std::size_t j = 0; j < lanes; ++j) values[b * block_values + j] = decoded[j];
+  }
+  team.sync();  // the exception section overwrites values the blocks wrote
+
+  // 4. The exception section, and nothing after it.
+  if (b != 0) return;
+  std::size_t at = starts[end_of_blocks];
+  if (kind == chunk_kind::coded_with_exceptions) {
+    const std::size_t section = apply_exception_section(chunk + at, size - at, h, values, n);
+    if (section == 0) return fail(decode_fault_code::bad_exceptions, at);
+    at += section;
+  }
+  if (at != size) fail(decode_fault_code::bytes_left, size - at);
+}
+
+}  // namespace zcoll::detail

@@ -1,0 +1,388 @@
+#pragma once
+/// The CUDA driver of Pipeline<Q, P, E> for block encoders (FZLight = Linear + Lorenzo1D + BitShuffle, and
+/// every pipeline of Lorenzo1D or None with a block encoder): one kernel compresses every chunk of a batch
+/// of streams into one output buffer, one kernel decompresses them. The bytes are the host driver's
+/// (codec/detail/pipeline_tile.hpp says how), so a stream compressed here decompresses on the host and
+/// the other way round.
+///
+///     zcoll::FZLight codec{{.error_bound = zcoll::relative(1e-4)}};
+///     std::vector<std::byte> workspace_room(zcoll::cuda::compress_workspace_bytes(counts)) ... (on the device)
+///     zcoll::cuda::compress_batch(zcoll::exec::Cuda{stream}, codec, d_values, counts, d_out, d_workspace);
+///     // sizes stay on the device: zcoll::cuda::batch_results(d_workspace, counts.size())
+///
+/// Nothing here allocates, copies back to the host or synchronises: the caller gives a workspace sized by
+/// compress_workspace_bytes / decompress_workspace_bytes (device memory), the compressed sizes stay in it,
+/// and a decoding fault is raised by check_decoded() when the caller chooses to wait.
+///
+/// The chunk offsets are a decoupled look-back scan over the tiles (CUB's ScanTileState and
+/// TilePrefixCallbackOp, the machinery of cub::DeviceScan; CUB documents them as its agents' building
+/// blocks rather than a stable interface, so a CCCL upgrade may need this file adjusted).
+
+#include <cuda_runtime_api.h>
+
+#include <cub/agent/single_pass_scan_operators.cuh>
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "zcoll/codec/detail/pipeline_tile.hpp"
+#include "zcoll/codec/pipeline.hpp"
+#include "zcoll/core/checked_size.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/core/exec.cuh"
+
+namespace zcoll::cuda {
+
+namespace detail {
+
+using zcoll::detail::placement;
+using tile_state = cub::ScanTileState<placement>;
+
+/// The team of codec/detail/pipeline_tile.hpp as a CUDA block: one thread per 32-value block.
+template <unsigned Threads>
+class block_team {
+  using prefix_op = cub::TilePrefixCallbackOp<placement, zcoll::detail::place_after, tile_state>;
+  template <class V>
+  using scan = cub::BlockScan<V, Threads>;
+
+ public:
+  struct storage {
+    union {
+      typename scan<zcoll::detail::kept_code>::TempStorage kept;
+      typename scan<zcoll::detail::chunk_sizes>::TempStorage sizes;
+      typename scan<std::uint32_t>::TempStorage words;
+      typename prefix_op::TempStorage prefix;
+    } scans;
+    std::uint8_t flags[Threads];
+    std::uint32_t words[Threads + 2];
+    placement tile_before;
+  };
+
+  __device__ block_team(storage& shared, tile_state& tiles, zcoll::detail::decode_fault* fault, unsigned tile)
+      : shared_(shared), tiles_(tiles), fault_(fault), tile_(tile) {}
+
+  __device__ unsigned rank() const { return threadIdx.x; }
+  __device__ unsigned size() const { return Threads; }
+  __device__ void sync() { __syncthreads(); }
+  __device__ std::uint8_t* flags() { return shared_.flags; }
+  __device__ std::uint32_t* words() { return shared_.words; }
+
+  template <class V, class Op>
+  __device__ V exclusive_scan(V mine, Op op, V initial, V& aggregate) {
+    __syncthreads();  // the scans share their temporary storage
+    V out;
+    scan<V>(temp_storage<V>()).ExclusiveScan(mine, out, initial, op, aggregate);
+    return out;
+  }
+
+  __device__ placement tile_prefix(placement mine) {
+    __syncthreads();
+    if (tile_ == 0) {
+      if (threadIdx.x == 0) {
+        tiles_.SetInclusive(0, mine);
+        shared_.tile_before = placement{};
+      }
+    } else if (threadIdx.x < 32) {
+      prefix_op look_back(tiles_, shared_.scans.prefix, zcoll::detail::place_after{}, static_cast<int>(tile_));
+      const placement before = look_back(mine);
+      if (threadIdx.x == 0) shared_.tile_before = before;
+    }
+    __syncthreads();
+    return shared_.tile_before;
+  }
+
+  __device__ void report(const zcoll::detail::decode_fault& f) {
+    if (atomicCAS(&fault_->code, 0u, f.code) == 0u) {
+      fault_->stream = f.stream;
+      fault_->chunk = f.chunk;
+      fault_->detail = f.detail;
+    }
+  }
+
+ private:
+  template <class V>
+  __device__ typename scan<V>::TempStorage& temp_storage() {
+    if constexpr (std::is_same_v<V, zcoll::detail::kept_code>) {
+      return shared_.scans.kept;
+    } else if constexpr (std::is_same_v<V, zcoll::detail::chunk_sizes>) {
+      return shared_.scans.sizes;
+    } else {
+      return shared_.scans.words;
+    }
+  }
+
+  storage& shared_;
+  tile_state& tiles_;
+  zcoll::detail::decode_fault* fault_;
+  unsigned tile_;
+};
+
+inline constexpr unsigned init_threads = 256;
+inline constexpr unsigned range_threads = 256;
+
+/// Resets the tile states and the range of every stream.
+__global__ void reset_batch(tile_state tiles, int tile_count, zcoll::detail::extent_keys* extents, unsigned streams) {
+  tiles.InitializeStatus(tile_count);
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (extents != nullptr && i < streams) extents[i] = zcoll::detail::extent_keys{};
+}
+
+/// The order-key range of each stream's finite, non-fill values (blockIdx.y is the stream).
+template <floating_value T>
+__global__ void __launch_bounds__(range_threads) find_ranges(zcoll::detail::compress_job<T> job,
+                                                             zcoll::detail::extent_keys* extents) {
+  const unsigned s = blockIdx.y;
+  const T* values = job.values + job.layout.first_value[s];
+  const std::uint64_t count = job.layout.count(s);
+  long long lowest = zcoll::detail::extent_keys{}.lowest, highest = zcoll::detail::extent_keys{}.highest;
+  for (std::uint64_t i = std::uint64_t{blockIdx.x} * range_threads + threadIdx.x; i < count;
+       i += std::uint64_t{gridDim.x} * range_threads) {
+    const T v = values[i];
+    if (zcoll::detail::in_value_range(v, job.has_fill, job.fill)) {
+      const long long key = order_key(v);
+      lowest = key < lowest ? key : lowest;
+      highest = key > highest ? key : highest;
+    }
+  }
+  using reduce = cub::BlockReduce<long long, range_threads>;
+  __shared__ typename reduce::TempStorage storage;
+  lowest = reduce(storage).Reduce(lowest, ::cuda::minimum<>{});
+  __syncthreads();
+  highest = reduce(storage).Reduce(highest, ::cuda::maximum<>{});
+  if (threadIdx.x == 0) {
+    atomicMin(&extents[s].lowest, lowest);
+    atomicMax(&extents[s].highest, highest);
+  }
+}
+
+template <class Q, class P, class E, floating_value T, unsigned Threads>
+__global__ void __launch_bounds__(Threads) compress_tiles(zcoll::detail::compress_job<T> job, tile_state tiles) {
+  __shared__ typename block_team<Threads>::storage shared;
+  block_team<Threads> team(shared, tiles, nullptr, blockIdx.x);
+  zcoll::detail::compress_tile<Q, P, E>(team, job, blockIdx.x);
+}
+
+template <class Q, class P, class E, floating_value T, unsigned Threads>
+__global__ void __launch_bounds__(Threads) decompress_tiles(zcoll::detail::decompress_job<T> job, tile_state tiles,
+                                                            zcoll::detail::decode_fault* fault) {
+  __shared__ typename block_team<Threads>::storage shared;
+  block_team<Threads> team(shared, tiles, fault, blockIdx.x);
+  zcoll::detail::decompress_tile<Q, P, E>(team, job, blockIdx.x);
+}
+
+/// Runs `launch.template operator()<Threads>()` with the team size for chunks of `chunk_values`.
+template <class Launch>
+void with_team_threads(std::uint32_t chunk_values, Launch&& launch) {
+  switch (zcoll::detail::team_threads_for(chunk_values)) {
+    case 128: return launch.template operator()<128>();
+    case 256: return launch.template operator()<256>();
+    case 512: return launch.template operator()<512>();
+    default: return launch.template operator()<1024>();
+  }
+}
+
+inline std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// The workspace: the per-stream results, ranges and the decoding fault (at offsets that depend on the
+/// stream count only, so results_of finds them), then the tile states.
+struct workspace_layout {
+  std::size_t results_at = 0;        // offsets, sizes (u64 per stream), total (u64)
+  std::size_t extents_at = 0;        // extent_keys per stream
+  std::size_t fault_at = 0;          // decode_fault
+  std::size_t tile_states_at = 0;
+  std::size_t tile_state_bytes = 0;
+  std::size_t bytes = 0;
+
+  workspace_layout(std::size_t tiles, std::size_t streams) {
+    extents_at = results_at + aligned((2 * streams + 1) * sizeof(std::uint64_t));
+    fault_at = extents_at + aligned(streams * sizeof(zcoll::detail::extent_keys));
+    tile_states_at = fault_at + aligned(sizeof(zcoll::detail::decode_fault));
+    check_call(tile_state::AllocationSize(static_cast<int>(tiles), tile_state_bytes), "cub::ScanTileState::AllocationSize");
+    bytes = tile_states_at + tile_state_bytes;
+  }
+};
+
+}  // namespace detail
+
+/// Where the compressed batch is, in the workspace (device memory): per stream its offset in the output
+/// and its size, and the total.
+struct batch_results {
+  std::uint64_t* stream_offset;
+  std::uint64_t* stream_bytes;
+  std::uint64_t* total_bytes;
+};
+
+/// Workspace (device bytes) compress_batch needs for streams of `counts` values.
+template <class Q, class P, class E>
+std::size_t compress_workspace_bytes(const Pipeline<Q, P, E>& codec, std::span<const std::size_t> counts) {
+  const auto layout = zcoll::detail::make_layout("compress_workspace_bytes", counts, codec.config().chunk_values);
+  return detail::workspace_layout(layout.tiles(), layout.streams).bytes;
+}
+
+/// The results of the last compress_batch into `workspace` for `streams` streams.
+inline batch_results results_of(std::span<std::byte> workspace, std::size_t streams) {
+  const detail::workspace_layout w(1, streams);
+  auto* results = reinterpret_cast<std::uint64_t*>(workspace.data() + w.results_at);
+  return {results, results + streams, results + 2 * streams};
+}
+
+/// Output bytes compress_batch may write: the host driver's max_compressed_size, stream by stream.
+template <floating_value T, class Q, class P, class E>
+std::size_t max_compressed_size(const Pipeline<Q, P, E>& codec, std::span<const std::size_t> counts) {
+  std::size_t bytes = 0;
+  for (const std::size_t count : counts) {
+    bytes = checked_add(bytes, codec.template max_compressed_size<T>(count), "max_compressed_size", "stream bytes");
+  }
+  return bytes;
+}
+
+/// Compresses the streams of a batch in one launch (plus a reset and, for a relative bound, a range
+/// pass): stream s is values [sum(counts[0..s)), + counts[s]) of `values` and is written, as the host
+/// driver writes it, right after stream s - 1 in `out` — the per-destination blocks of an all-to-all land
+/// packed in the send buffer. Sizes and offsets stay in `workspace` (results_of).
+template <class Q, class P, class E, floating_value T>
+void compress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, const T* values,
+                    std::span<const std::size_t> counts, std::span<std::byte> out, std::span<std::byte> workspace) {
+  static_assert(encode::encoder<E> && zcoll::detail::scan_predictor<P>,
+                "zcoll::cuda::compress_batch: the CUDA driver takes block encoders and the Lorenzo1D or None predictor");
+  const auto& config = codec.config();
+  zcoll::detail::compress_job<T> job;
+  job.layout = zcoll::detail::make_layout("compress_batch", counts, config.chunk_values);
+  const detail::workspace_layout w(job.layout.tiles(), job.layout.streams);
+  if (workspace.size() < w.bytes) {
+    throw argument_error("compress_batch: workspace has " + std::to_string(workspace.size()) +
+                         " bytes, compress_workspace_bytes() = " + std::to_string(w.bytes) + " are needed");
+  }
+  const std::size_t needed = max_compressed_size<T>(codec, counts);
+  if (out.size() < needed) {
+    throw argument_error("compress_batch: out has " + std::to_string(out.size()) + " bytes, max_compressed_size() = " +
+                         std::to_string(needed) + " are needed");
+  }
+  if (values == nullptr && job.layout.first_value[job.layout.streams] > 0) {
+    throw argument_error("compress_batch: values is null");
+  }
+  if (const auto fill = codec.template fill_bits<T>()) {
+    job.has_fill = true;
+    job.fill = *fill;
+  }
+  job.values = values;
+  job.out = out.data();
+  job.error_bound = config.error_bound;
+  const batch_results results = results_of(workspace, job.layout.streams);
+  job.stream_offset = results.stream_offset;
+  job.stream_bytes = results.stream_bytes;
+  job.total_bytes = results.total_bytes;
+  job.extents = reinterpret_cast<const zcoll::detail::extent_keys*>(workspace.data() + w.extents_at);
+
+  detail::tile_state tiles;
+  check_call(tiles.Init(static_cast<int>(job.layout.tiles()), workspace.data() + w.tile_states_at, w.tile_state_bytes), "cub::ScanTileState::Init");
+  auto* extents = reinterpret_cast<zcoll::detail::extent_keys*>(workspace.data() + w.extents_at);
+  const unsigned reset_blocks = (std::max(job.layout.tiles(), job.layout.streams) + detail::init_threads - 1) / detail::init_threads;
+  detail::reset_batch<<<reset_blocks, detail::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), extents,
+                                                                              job.layout.streams);
+  check_call(cudaGetLastError(), "compress_batch: reset kernel");
+  if (Q::uses_error_bound && config.error_bound.mode == bound_mode::relative) {
+    std::uint64_t longest = 0;
+    for (const std::size_t count : counts) longest = std::max<std::uint64_t>(longest, count);
+    const unsigned parts = static_cast<unsigned>(std::clamp<std::uint64_t>((longest + 8 * detail::range_threads - 1) /
+                                                                               (8 * detail::range_threads), 1, 4096));
+    detail::find_ranges<T><<<dim3(parts, job.layout.streams), detail::range_threads, 0, exec.stream>>>(job, extents);
+    check_call(cudaGetLastError(), "compress_batch: range kernel");
+  }
+  detail::with_team_threads(config.chunk_values, [&]<unsigned Threads>() {
+    detail::compress_tiles<Q, P, E, T, Threads><<<job.layout.tiles(), Threads, 0, exec.stream>>>(job, tiles);
+  });
+  check_call(cudaGetLastError(), "compress_batch: compression kernel");
+}
+
+/// Workspace (device bytes) decompress_batch needs for streams of `counts` values.
+template <class Q, class P, class E>
+std::size_t decompress_workspace_bytes(const Pipeline<Q, P, E>& codec, std::span<const std::size_t> counts) {
+  return compress_workspace_bytes(codec, counts);
+}
+
+/// Decompresses stream s, the `stream_bytes[s]` bytes at `in` + `stream_offset[s]` (host arrays, as a
+/// size exchange delivers them), into values [sum(counts[0..s)), + counts[s]) of `values`, all streams in
+/// one launch. Streams must have been written with the codec's chunk length. A stream that does not
+/// decode is reported by check_decoded(); the call itself does not wait.
+template <class Q, class P, class E, floating_value T>
+void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const std::byte> in,
+                      std::span<const std::uint64_t> stream_offset, std::span<const std::uint64_t> stream_bytes,
+                      T* values, std::span<const std::size_t> counts, std::span<std::byte> workspace) {
+  static_assert(encode::encoder<E> && zcoll::detail::scan_predictor<P>,
+                "zcoll::cuda::decompress_batch: the CUDA driver takes block encoders and the Lorenzo1D or None predictor");
+  zcoll::detail::decompress_job<T> job;
+  job.layout = zcoll::detail::make_layout("decompress_batch", counts, codec.config().chunk_values);
+  if (stream_offset.size() != counts.size() || stream_bytes.size() != counts.size()) {
+    throw argument_error("decompress_batch: stream_offset and stream_bytes hold " + std::to_string(stream_offset.size()) +
+                         " and " + std::to_string(stream_bytes.size()) + " entries, counts " +
+                         std::to_string(counts.size()));
+  }
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    if (stream_offset[s] > in.size() || stream_bytes[s] > in.size() - stream_offset[s]) {
+      throw argument_error("decompress_batch: stream " + std::to_string(s) + " at [" + std::to_string(stream_offset[s]) +
+                           ", +" + std::to_string(stream_bytes[s]) + ") is outside `in` of " +
+                           std::to_string(in.size()) + " bytes");
+    }
+    job.stream_offset[s] = stream_offset[s];
+    job.stream_bytes[s] = stream_bytes[s];
+  }
+  const detail::workspace_layout w(job.layout.tiles(), job.layout.streams);
+  if (workspace.size() < w.bytes) {
+    throw argument_error("decompress_batch: workspace has " + std::to_string(workspace.size()) +
+                         " bytes, decompress_workspace_bytes() = " + std::to_string(w.bytes) + " are needed");
+  }
+  job.in = in.data();
+  job.values = values;
+  auto* fault = reinterpret_cast<zcoll::detail::decode_fault*>(workspace.data() + w.fault_at);
+  check_call(cudaMemsetAsync(fault, 0, sizeof *fault, exec.stream), "decompress_batch: clearing the fault record");
+  detail::tile_state tiles;
+  check_call(tiles.Init(static_cast<int>(job.layout.tiles()), workspace.data() + w.tile_states_at, w.tile_state_bytes), "cub::ScanTileState::Init");
+  const unsigned reset_blocks = (job.layout.tiles() + detail::init_threads - 1) / detail::init_threads;
+  detail::reset_batch<<<reset_blocks, detail::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), nullptr, 0);
+  check_call(cudaGetLastError(), "decompress_batch: reset kernel");
+  detail::with_team_threads(codec.config().chunk_values, [&]<unsigned Threads>() {
+    detail::decompress_tiles<Q, P, E, T, Threads><<<job.layout.tiles(), Threads, 0, exec.stream>>>(job, tiles, fault);
+  });
+  check_call(cudaGetLastError(), "decompress_batch: decompression kernel");
+}
+
+/// Describes a decoding fault the way the host decoder's format_error does.
+inline std::string describe(const zcoll::detail::decode_fault& f) {
+  using code = zcoll::detail::decode_fault_code;
+  const std::string where = "stream " + std::to_string(f.stream) + ", chunk " + std::to_string(f.chunk) + ": ";
+  switch (static_cast<code>(f.code)) {
+    case code::none: return "";
+    case code::short_stream: return where + "stream shorter than its header and chunk size index";
+    case code::not_a_stream: return where + "bad magic, format version or header flags: not a zcoll stream";
+    case code::wrong_codec: return where + "the stream's codec id or value type is not the decoder's";
+    case code::wrong_count: return where + "the stream's value count is not the output's";
+    case code::wrong_chunking: return where + "the stream's chunk length or count is not the codec's";
+    case code::bad_error_bound: return where + "error bound is not finite, or admits no quantizer step for coded chunks";
+    case code::bad_fill: return where + "fill value bits wider than the type or set without the fill flag";
+    case code::wrong_length: return where + "header, index and chunks make " + std::to_string(f.detail) + " bytes, not the stream's length";
+    case code::bad_chunk_kind: return where + "unknown chunk kind " + std::to_string(f.detail);
+    case code::bad_verbatim_chunk: return where + "verbatim chunk of " + std::to_string(f.detail) + " bytes does not hold its values";
+    case code::bad_block: return where + "bad or truncated block at byte " + std::to_string(f.detail);
+    case code::bad_exceptions: return where + "exception section at byte " + std::to_string(f.detail) + " does not parse";
+    case code::bytes_left: return where + std::to_string(f.detail) + " bytes left after the last block";
+  }
+  return where + "unknown fault " + std::to_string(f.code);
+}
+
+/// Waits for `exec`'s stream and raises format_error when the last decompress_batch into `workspace`
+/// met a stream it could not decode (the first fault of the launch).
+inline void check_decoded(const exec::Cuda& exec, std::span<const std::byte> workspace, std::size_t streams) {
+  const detail::workspace_layout w(1, streams);
+  zcoll::detail::decode_fault fault;
+  check_call(cudaMemcpyAsync(&fault, workspace.data() + w.fault_at, sizeof fault, cudaMemcpyDeviceToHost, exec.stream),
+             "check_decoded: reading the fault record");
+  check_call(cudaStreamSynchronize(exec.stream), "check_decoded: waiting for the stream");
+  if (fault.code != 0) throw format_error(describe(fault));
+}
+
+}  // namespace zcoll::cuda

@@ -1,0 +1,172 @@
+// The CUDA driver of the pipeline (codec/pipeline.cuh) on a device: its streams are the host driver's
+// byte for byte, one stream or a batch in one launch; it decodes host streams to the host's values; a
+// truncated or damaged stream raises format_error from check_decoded. The same tile algorithm runs on a
+// host team in codec/detail/pipeline_tile_test.cpp, where there is no GPU.
+
+#include <catch2/catch.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "support/test_support.hpp"
+#include "zcoll/codec/compress_to_vector.hpp"
+#include "zcoll/codec/pipeline.cuh"
+#include "zcoll/codec/presets.hpp"
+
+namespace {
+
+/// Device memory for a test (the library allocates none).
+class device_bytes {
+ public:
+  explicit device_bytes(std::size_t size) : size_(size) {
+    zcoll::cuda::check_call(cudaMalloc(&data_, size == 0 ? 1 : size), "cudaMalloc");
+  }
+  ~device_bytes() { cudaFree(data_); }
+  device_bytes(device_bytes&& other) noexcept : data_(std::exchange(other.data_, nullptr)), size_(other.size_) {}
+  device_bytes& operator=(device_bytes&&) = delete;
+
+  std::span<std::byte> span() { return {static_cast<std::byte*>(data_), size_}; }
+  template <class T>
+  T* as() { return static_cast<T*>(data_); }
+
+  template <class T>
+  static device_bytes from(std::span<const T> host) {
+    device_bytes d(host.size_bytes());
+    zcoll::cuda::check_call(cudaMemcpy(d.data_, host.data(), host.size_bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
+    return d;
+  }
+  template <class T>
+  std::vector<T> to_host(std::size_t count, std::size_t offset_bytes = 0) const {
+    std::vector<T> host(count);
+    zcoll::cuda::check_call(cudaMemcpy(host.data(), static_cast<const std::byte*>(data_) + offset_bytes, count * sizeof(T),
+                                       cudaMemcpyDeviceToHost),
+                            "cudaMemcpy");
+    return host;
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_;
+};
+
+template <class T>
+std::vector<std::vector<T>> inputs() {
+  using lim = std::numeric_limits<T>;
+  std::vector<std::vector<T>> all{{}, {T(1.5)}, std::vector<T>(100, T(3.25))};
+  std::vector<T> specials(3000);
+  for (std::size_t i = 0; i < specials.size(); ++i) {
+    const T special[] = {lim::quiet_NaN(), lim::infinity(), -lim::infinity(), lim::denorm_min(), -T(0), lim::max()};
+    specials[i] = i % 7 == 0 ? special[(i / 7) % 6] : static_cast<T>(std::sin(0.01 * static_cast<double>(i)));
+  }
+  all.push_back(specials);
+  all.push_back(zcoll_test::mixed_input<T>(100'003, T(-999)));
+  all.push_back(zcoll_test::mixed_input<T>(20'000, T(-999), false));
+  return all;
+}
+
+template <class Codec, class T>
+void check_against_host(const Codec& codec) {
+  cudaStream_t stream;
+  zcoll::cuda::check_call(cudaStreamCreate(&stream), "cudaStreamCreate");
+  const zcoll::exec::Cuda exec{stream};
+  for (const auto& values : inputs<T>()) {
+    INFO(values.size() << " values of " << zcoll_test::type_name<T>() << ", bound "
+                       << zcoll::to_string(codec.config().error_bound) << ", chunk " << codec.config().chunk_values);
+    const auto expected = zcoll::compress_to_vector(codec, std::span<const T>(values));
+    const std::size_t counts[] = {values.size()};
+    auto d_values = device_bytes::from(std::span<const T>(values));
+    device_bytes d_out(zcoll::cuda::max_compressed_size<T>(codec, counts));
+    device_bytes workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
+    zcoll::cuda::compress_batch(exec, codec, d_values.template as<T>(), counts, d_out.span(), workspace.span());
+    const auto results = zcoll::cuda::results_of(workspace.span(), 1);
+    std::uint64_t total = 0;
+    zcoll::cuda::check_call(cudaMemcpyAsync(&total, results.total_bytes, 8, cudaMemcpyDeviceToHost, stream), "size");
+    zcoll::cuda::check_call(cudaStreamSynchronize(stream), "compress");
+    REQUIRE(total == expected.size());
+    REQUIRE(d_out.template to_host<std::byte>(total) == expected);
+
+    // The host's stream decoded on the device.
+    auto d_stream = device_bytes::from(std::span<const std::byte>(expected));
+    device_bytes d_decoded(values.size() * sizeof(T));
+    const std::uint64_t offset[] = {0}, bytes[] = {expected.size()};
+    zcoll::cuda::decompress_batch(exec, codec, std::span<const std::byte>(d_stream.span()), offset, bytes,
+                                  d_decoded.template as<T>(), counts, workspace.span());
+    zcoll::cuda::check_decoded(exec, workspace.span(), 1);
+    const auto decoded = d_decoded.template to_host<T>(values.size());
+    const auto host = codec.template decompress<T>(std::span<const std::byte>(expected));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      INFO("value " << i);
+      REQUIRE(zcoll_test::same_bits(host[i], decoded[i]));
+    }
+
+    // Truncated by one byte: a format_error, not a hang or a fault.
+    if (!expected.empty()) {
+      const std::uint64_t short_bytes[] = {expected.size() - 1};
+      zcoll::cuda::decompress_batch(exec, codec, std::span<const std::byte>(d_stream.span()), offset, short_bytes,
+                                    d_decoded.template as<T>(), counts, workspace.span());
+      REQUIRE_THROWS_AS(zcoll::cuda::check_decoded(exec, workspace.span(), 1), zcoll::format_error);
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+
+TEST_CASE("CUDA FZLight: device streams are the host's and decode to the host's values", "[cuda][pipeline]") {
+  for (const std::uint32_t chunk : {256u, 4096u, 32768u}) {
+    for (const auto eb : {zcoll::absolute(1e-3), zcoll::absolute(0), zcoll::relative(1e-4)}) {
+      zcoll::codec_config config{.error_bound = eb, .chunk_values = chunk};
+      check_against_host<zcoll::FZLight, float>(zcoll::FZLight{config});
+      check_against_host<zcoll::FZLight, double>(zcoll::FZLight{config});
+      config.fill_value = -999.0;
+      check_against_host<zcoll::FZLight, float>(zcoll::FZLight{config});
+    }
+  }
+}
+
+TEST_CASE("CUDA FZLight: an all-to-all's blocks compress in one launch, packed as the host writes them",
+          "[cuda][pipeline][batch]") {
+  const zcoll::FZLight codec{{.error_bound = zcoll::relative(1e-4)}};
+  std::vector<float> values;
+  std::vector<std::size_t> counts;
+  for (std::size_t s = 0; s < 7; ++s) {
+    auto block = zcoll_test::mixed_input<float>(1000 + 4093 * s, -1.0f, s % 2 == 0, s);
+    if (s == 3) block.clear();
+    counts.push_back(block.size());
+    values.insert(values.end(), block.begin(), block.end());
+  }
+  const zcoll::exec::Cuda exec{};
+  auto d_values = device_bytes::from(std::span<const float>(values));
+  device_bytes d_out(zcoll::cuda::max_compressed_size<float>(codec, counts));
+  device_bytes workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
+  zcoll::cuda::compress_batch(exec, codec, d_values.as<float>(), counts, d_out.span(), workspace.span());
+  const auto results = zcoll::cuda::results_of(workspace.span(), counts.size());
+  std::vector<std::uint64_t> offset(counts.size()), bytes(counts.size());
+  zcoll::cuda::check_call(cudaMemcpy(offset.data(), results.stream_offset, 8 * counts.size(), cudaMemcpyDeviceToHost), "offsets");
+  zcoll::cuda::check_call(cudaMemcpy(bytes.data(), results.stream_bytes, 8 * counts.size(), cudaMemcpyDeviceToHost), "sizes");
+  std::size_t first = 0, at = 0;
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    INFO("block " << s);
+    const auto expected = zcoll::compress_to_vector(codec, std::span<const float>(values).subspan(first, counts[s]));
+    REQUIRE(offset[s] == at);
+    REQUIRE(bytes[s] == expected.size());
+    REQUIRE(d_out.to_host<std::byte>(expected.size(), at) == expected);
+    first += counts[s];
+    at += expected.size();
+  }
+  device_bytes d_decoded(values.size() * sizeof(float));
+  zcoll::cuda::decompress_batch(exec, codec, std::span<const std::byte>(d_out.span()), offset, bytes,
+                                d_decoded.as<float>(), counts, workspace.span());
+  zcoll::cuda::check_decoded(exec, workspace.span(), counts.size());
+  const auto decoded = d_decoded.to_host<float>(values.size());
+  first = 0;
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    const auto host = codec.decompress<float>(std::span<const std::byte>(d_out.to_host<std::byte>(bytes[s], offset[s])));
+    for (std::size_t i = 0; i < counts[s]; ++i) REQUIRE(zcoll_test::same_bits(host[i], decoded[first + i]));
+    first += counts[s];
+  }
+}
