@@ -36,6 +36,9 @@
 #include "embedding_input.hpp"
 #include "quantized_reference.hpp"
 #include "reference_codecs.hpp"
+#if ZCOLL_BENCH_HAS_CUDA
+#include "cuda_codec_bench.hpp"
+#endif
 #include "zcoll/zcoll.hpp"
 
 namespace {
@@ -43,6 +46,9 @@ namespace {
 using zcoll_bench::median;
 using zcoll_bench::parse_number;
 using zcoll_bench::split;
+#if ZCOLL_BENCH_HAS_CUDA
+using zcoll_bench::cuda_memcpy_seconds;
+#endif
 
 struct options {
   std::string input;
@@ -62,6 +68,8 @@ struct options {
   std::string csv;
   std::string json;
   std::string decompressed_out;
+  std::string device = "host";
+  std::size_t blocks = 0;  ///< --blocks: the multi-chunk (all-to-all) measurement on the device
 };
 
 struct row {
@@ -145,6 +153,12 @@ reference rows (off by default; one thread, whatever --threads):
                         Rows of a library the build did not find (liblz4, libzstd, libblosc, libzfp) are
                         left out, with a note.
 run:
+  --device host|cuda    where the codecs run (default host). cuda: fzlight on the first GPU, data and
+                        buffers in device memory, GB/s from CUDA events, beside a device-to-device
+                        cudaMemcpy of the same buffer; needs a zcoll-bench built with CUDA
+  --blocks N            with --device cuda: also cut the data into N blocks (an all-to-all's
+                        per-destination blocks) and time compressing them in one launch into one buffer
+                        against one launch per block
   --threads N           host threads for compress and decompress (default 1)
   --repeat N            timed repetitions; the median is reported (default 5)
 output:
@@ -210,11 +224,25 @@ options parse(int argc, char** argv) {
       o.json = value;
     } else if (flag == "--decompressed-out") {
       o.decompressed_out = value;
+    } else if (flag == "--device") {
+      if (value != "host" && value != "cuda") usage_error(fmt::format("--device: '{}' is neither host nor cuda", value));
+      o.device = value;
+    } else if (flag == "--blocks") {
+      o.blocks = static_cast<std::size_t>(parse_number(value, "--blocks"));
     } else {
       usage_error(fmt::format("unknown option '{}'", flag));
     }
   }
   if (o.bounds.empty()) o.bounds.push_back(zcoll::relative(1e-3));
+  if (o.device == "cuda") {
+#if !ZCOLL_BENCH_HAS_CUDA
+    usage_error("--device cuda: this zcoll-bench was built without a CUDA compiler (configure with "
+                "ZCOLL_ENABLE_CUDA=ON where nvcc and CCCL are installed)");
+#endif
+    if (!o.references.empty()) usage_error("--reference rows run on the host: leave them out with --device cuda");
+  } else if (o.blocks > 0) {
+    usage_error("--blocks measures the CUDA batch launch: use it with --device cuda");
+  }
   if (o.repeat == 0) usage_error("--repeat must be at least 1");
   if (o.threads == 0) usage_error("--threads must be at least 1");
   if (!o.lookups.empty()) {
@@ -588,6 +616,49 @@ std::string number(double v, const char* format = "{:.4g}") {
   return fmt::format(fmt::runtime(format), v);
 }
 
+#if ZCOLL_BENCH_HAS_CUDA
+/// One codec at one bound on the GPU (cuda_codec_bench.cu): timings, ratio and error on the data.
+template <class T>
+row measure_on_device(const std::string& name, const options& o, const dataset<T>& data, const zcoll::bound& bound,
+                      double memcpy_gb_per_s, std::vector<T>& restored) {
+  const zcoll::codec_config config{.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value};
+  auto result = zcoll_bench::cuda_measure<T>(name, config, std::span<const T>(data.values), o.repeat);
+  restored = std::move(result.restored);
+  const auto error = zcoll::measure_error<T>(data.values, restored, result.error_bound, fill_bits_of<T>(o));
+  return make_row(name + " (cuda)", zcoll::to_string(bound), data.values.size() * sizeof(T), result.compressed_bytes,
+                  result.compress_s, result.decompress_s, memcpy_gb_per_s, result.error_bound, error);
+}
+
+/// The multi-chunk table: the data as --blocks blocks, compressed in one launch and in one launch each.
+template <class T>
+void print_batch_table(const std::vector<std::string>& names, const options& o, const dataset<T>& data) {
+  fmt::print("\nmulti-chunk compression: {} blocks of {:.1f} KB each, one launch into one buffer vs one launch per block\n",
+             o.blocks, static_cast<double>(data.values.size() * sizeof(T)) / 1e3 / static_cast<double>(o.blocks));
+  fmt::print("{:<20} {:>12} {:>8} {:>14} {:>16} {:>9}\n", "codec", "bound", "ratio", "one launch GB/s",
+             "per block GB/s", "speed-up");
+  const double gb = static_cast<double>(data.values.size() * sizeof(T)) / 1e9;
+  for (const auto& name : names) {
+    for (const auto& bound : o.bounds) {
+      const zcoll::codec_config config{.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value};
+      const auto r = zcoll_bench::cuda_measure_batch<T>(name, config, std::span<const T>(data.values), o.blocks, o.repeat);
+      fmt::print("{:<20} {:>12} {:>8.3f} {:>14.1f} {:>16.1f} {:>9.2f}\n", name, zcoll::to_string(bound),
+                 gb * 1e9 / static_cast<double>(r.compressed_bytes), gb / r.one_launch_s, gb / r.launch_per_block_s,
+                 r.launch_per_block_s / r.one_launch_s);
+    }
+  }
+}
+#else
+double cuda_memcpy_seconds(std::size_t, unsigned, std::string&) { throw std::logic_error("built without CUDA"); }
+template <class T>
+row measure_on_device(const std::string&, const options&, const dataset<T>&, const zcoll::bound&, double, std::vector<T>&) {
+  throw std::logic_error("built without CUDA");
+}
+template <class T>
+void print_batch_table(const std::vector<std::string>&, const options&, const dataset<T>&) {
+  throw std::logic_error("built without CUDA");
+}
+#endif
+
 void print_table(const std::string& title, const std::vector<row>& rows) {
   fmt::print("{}\n", title);
   fmt::print("{:<32} {:>12} {:>8} {:>9} {:>9} {:>7} {:>7} {:>11} {:>11} {:>5} {:>8} {:>10}\n", "codec", "bound",
@@ -644,6 +715,9 @@ int run(const options& o) {
   if (names == std::vector<std::string>{"all"}) {
     names.clear();
     for (const auto& entry : table) names.push_back(entry.first);
+#if ZCOLL_BENCH_HAS_CUDA
+    if (o.device == "cuda") names = zcoll_bench::cuda_codec_names();
+#endif
   }
   if (!o.decompressed_out.empty() && (names.size() != 1 || o.bounds.size() != 1)) {
     usage_error("--decompressed-out needs exactly one codec and one bound");
@@ -655,14 +729,20 @@ int run(const options& o) {
   const std::vector<T>& values = input.values;
   const std::string& data = input.name;
 
-  // The reference row: memcpy of the same buffer, in the same run.
-  std::vector<T> copy(values.size());
-  const double memcpy_s =
-      median_seconds(o.repeat, [&] { std::memcpy(copy.data(), values.data(), values.size() * sizeof(T)); });
+  // The reference row: memcpy of the same buffer, in the same run (device to device on the GPU).
+  const bool on_device = o.device == "cuda";
+  std::string device_name = "host";
+  double memcpy_s = 0.0;
+  if (on_device) {
+    memcpy_s = cuda_memcpy_seconds(values.size() * sizeof(T), o.repeat, device_name);
+  } else {
+    std::vector<T> copy(values.size());
+    memcpy_s = median_seconds(o.repeat, [&] { std::memcpy(copy.data(), values.data(), values.size() * sizeof(T)); });
+  }
   const double memcpy_gb_per_s = static_cast<double>(values.size() * sizeof(T)) / 1e9 / memcpy_s;
   std::vector<row> rows;
   row reference;
-  reference.codec = "memcpy (reference)";
+  reference.codec = on_device ? "cudaMemcpy D2D (reference)" : "memcpy (reference)";
   reference.bound.assign(1, '-');
   reference.compress_gb_per_s = reference.decompress_gb_per_s = memcpy_gb_per_s;
   rows.push_back(reference);
@@ -673,7 +753,8 @@ int run(const options& o) {
     if (entry == table.end()) usage_error(fmt::format("--codec: unknown codec '{}' (try --codec list)", name));
     for (const auto& bound : o.bounds) {
       try {
-        rows.push_back(entry->second.measure(o, input, bound, memcpy_gb_per_s, restored));
+        rows.push_back(on_device ? measure_on_device(name, o, input, bound, memcpy_gb_per_s, restored)
+                                 : entry->second.measure(o, input, bound, memcpy_gb_per_s, restored));
       } catch (const zcoll::argument_error& e) {  // a row codec on flat data, say: the other rows still run
         fmt::print("note: {} skipped: {}\n", name, e.what());
         break;
@@ -692,8 +773,9 @@ int run(const options& o) {
     }
   }
   const std::string title =
-      fmt::format("zcoll-bench codec: {} ({} {} values, {:.2f} MB), {} thread(s), median of {}, chunk {}", data,
-                  values.size(), o.type, static_cast<double>(values.size() * sizeof(T)) / 1e6, o.threads, o.repeat,
+      fmt::format("zcoll-bench codec: {} ({} {} values, {:.2f} MB), {}, median of {}, chunk {}", data,
+                  values.size(), o.type, static_cast<double>(values.size() * sizeof(T)) / 1e6,
+                  on_device ? "CUDA on " + device_name : fmt::format("{} thread(s)", o.threads), o.repeat,
                   o.chunk_values == 0 ? std::string("per codec (4096; 65536 with 2-D/3-D Lorenzo)")
                                       : std::to_string(o.chunk_values));
   print_table(input.note.empty() ? title : title + "\n" + input.note, rows);
@@ -704,6 +786,7 @@ int run(const options& o) {
                                 "promising it, so this row does not change the exit status",
                                 r.codec, r.bound, number(r.error_bound), number(r.max_abs_error)));
   }
+  if (on_device && o.blocks > 0) print_batch_table(names, o, input);
   for (const auto& note : notes) fmt::print("note: {}\n", note);
   if (!o.csv.empty()) write_csv(o.csv, data, rows);
   if (!o.json.empty()) write_json(o.json, data, o, rows);

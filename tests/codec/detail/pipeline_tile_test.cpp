@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "host_team.hpp"
-#include "test_support.hpp"
+#include "support/host_team.hpp"
+#include "support/test_support.hpp"
 #include "zcoll/codec/presets.hpp"
 
 namespace {

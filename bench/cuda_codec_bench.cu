@@ -1,0 +1,194 @@
+// zcoll-bench codec --device cuda (cuda_codec_bench.hpp): device timings from CUDA events, medians of
+// `repeat` runs after one warm-up.
+
+#include "cuda_codec_bench.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <utility>
+
+#include "zcoll/codec/pipeline.cuh"
+#include "zcoll/codec/presets.hpp"
+
+namespace zcoll_bench {
+
+namespace {
+
+using zcoll::cuda::check_call;
+
+/// Device memory owned by the benchmark (the library allocates none).
+class device_buffer {
+ public:
+  explicit device_buffer(std::size_t bytes) : bytes_(bytes) { check_call(cudaMalloc(&data_, std::max<std::size_t>(bytes, 1)), "cudaMalloc"); }
+  ~device_buffer() { cudaFree(data_); }
+  device_buffer(device_buffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)), bytes_(other.bytes_) {}
+  device_buffer& operator=(device_buffer&&) = delete;
+  std::byte* data() const { return static_cast<std::byte*>(data_); }
+  std::span<std::byte> span() const { return {data(), bytes_}; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_;
+};
+
+class event_timer {
+ public:
+  event_timer() {
+    check_call(cudaEventCreate(&start_), "cudaEventCreate");
+    check_call(cudaEventCreate(&stop_), "cudaEventCreate");
+  }
+  ~event_timer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  /// Median seconds of `repeat` runs of fn (which enqueues work on `stream`), after one warm-up.
+  template <class Fn>
+  double median_seconds(cudaStream_t stream, unsigned repeat, Fn&& fn) {
+    fn();
+    std::vector<double> samples;
+    for (unsigned r = 0; r < repeat; ++r) {
+      check_call(cudaEventRecord(start_, stream), "cudaEventRecord");
+      fn();
+      check_call(cudaEventRecord(stop_, stream), "cudaEventRecord");
+      check_call(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+      float ms = 0;
+      check_call(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+      samples.push_back(ms / 1e3);
+    }
+    std::nth_element(samples.begin(), samples.begin() + samples.size() / 2, samples.end());
+    return samples[samples.size() / 2];
+  }
+
+ private:
+  cudaEvent_t start_, stop_;
+};
+
+template <class T>
+device_buffer to_device(std::span<const T> values) {
+  device_buffer d(values.size_bytes());
+  check_call(cudaMemcpy(d.data(), values.data(), values.size_bytes(), cudaMemcpyHostToDevice), "cudaMemcpy");
+  return d;
+}
+
+template <class Codec, class T>
+cuda_codec_result<T> measure_codec(const zcoll::codec_config& config, std::span<const T> values, unsigned repeat) {
+  const Codec codec(config);
+  const std::size_t counts[] = {values.size()};
+  const zcoll::exec::Cuda exec{};
+  const auto d_values = to_device(values);
+  device_buffer d_stream(zcoll::cuda::max_compressed_size<T>(codec, counts));
+  device_buffer workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
+  device_buffer d_restored(values.size_bytes());
+  event_timer timer;
+  cuda_codec_result<T> result;
+  result.compress_s = timer.median_seconds(exec.stream, repeat, [&] {
+    zcoll::cuda::compress_batch(exec, codec, reinterpret_cast<const T*>(d_values.data()), counts, d_stream.span(),
+                                workspace.span());
+  });
+  std::uint64_t bytes = 0;
+  check_call(cudaMemcpy(&bytes, zcoll::cuda::results_of(workspace.span(), 1).total_bytes, 8, cudaMemcpyDeviceToHost),
+             "reading the compressed size");
+  result.compressed_bytes = static_cast<std::size_t>(bytes);
+  const std::uint64_t offset[] = {0}, stream_bytes[] = {bytes};
+  result.decompress_s = timer.median_seconds(exec.stream, repeat, [&] {
+    zcoll::cuda::decompress_batch(exec, codec, std::span<const std::byte>(d_stream.span()), offset, stream_bytes,
+                                  reinterpret_cast<T*>(d_restored.data()), counts, workspace.span());
+  });
+  zcoll::cuda::check_decoded(exec, workspace.span(), 1);
+  result.restored.resize(values.size());
+  check_call(cudaMemcpy(result.restored.data(), d_restored.data(), values.size_bytes(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  std::byte prefix[zcoll::stream_header_size_bytes];
+  check_call(cudaMemcpy(prefix, d_stream.data(), sizeof prefix, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  result.error_bound = zcoll::read_stream_header(std::span<const std::byte>(prefix, sizeof prefix)).error_bound;
+  return result;
+}
+
+template <class Codec, class T>
+cuda_batch_result measure_codec_batch(const zcoll::codec_config& config, std::span<const T> values, std::size_t blocks,
+                                      unsigned repeat) {
+  const Codec codec(config);
+  std::vector<std::size_t> counts(blocks);
+  for (std::size_t b = 0; b < blocks; ++b) counts[b] = values.size() * (b + 1) / blocks - values.size() * b / blocks;
+  const zcoll::exec::Cuda exec{};
+  const auto d_values = to_device(values);
+  device_buffer d_out(zcoll::cuda::max_compressed_size<T>(codec, counts));
+  device_buffer workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
+  // One workspace per block for the launch-per-block loop: each launch's results stay where they are.
+  const std::size_t one[] = {counts.front()};
+  const std::size_t block_workspace = zcoll::cuda::compress_workspace_bytes(codec, std::span<const std::size_t>(one));
+  device_buffer workspaces(block_workspace * blocks);
+  std::vector<std::size_t> out_at(blocks + 1, 0), value_at(blocks + 1, 0);
+  for (std::size_t b = 0; b < blocks; ++b) {
+    out_at[b + 1] = out_at[b] + codec.template max_compressed_size<T>(counts[b]);
+    value_at[b + 1] = value_at[b] + counts[b];
+  }
+  event_timer timer;
+  cuda_batch_result result;
+  const auto* d = reinterpret_cast<const T*>(d_values.data());
+  result.one_launch_s = timer.median_seconds(exec.stream, repeat, [&] {
+    zcoll::cuda::compress_batch(exec, codec, d, counts, d_out.span(), workspace.span());
+  });
+  std::uint64_t bytes = 0;
+  check_call(cudaMemcpy(&bytes, zcoll::cuda::results_of(workspace.span(), blocks).total_bytes, 8, cudaMemcpyDeviceToHost),
+             "reading the compressed size");
+  result.compressed_bytes = static_cast<std::size_t>(bytes);
+  result.launch_per_block_s = timer.median_seconds(exec.stream, repeat, [&] {
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t count[] = {counts[b]};
+      zcoll::cuda::compress_batch(exec, codec, d + value_at[b], count, d_out.span().subspan(out_at[b], out_at[b + 1] - out_at[b]),
+                                  workspaces.span().subspan(b * block_workspace, block_workspace));
+    }
+  });
+  return result;
+}
+
+/// Calls fn.template operator()<Codec>() for the codec named `name`. FZLight only: every pipeline the
+/// CUDA driver takes costs this file 16 kernels of nvcc time (2 types x 4 team sizes x 2 directions), and
+/// the others (linear-bitshuffle, lorenzo-raw) differ in the per-block math alone, which the host
+/// benchmark measures.
+template <class Fn>
+auto with_codec(const std::string& name, Fn&& fn) {
+  if (name == "fzlight") return fn.template operator()<zcoll::FZLight>();
+  throw std::invalid_argument("--device cuda: zcoll-bench measures fzlight on the device, not '" + name + "'");
+}
+
+}  // namespace
+
+std::vector<std::string> cuda_codec_names() { return {"fzlight"}; }
+
+double cuda_memcpy_seconds(std::size_t bytes, unsigned repeat, std::string& device_name) {
+  int device = 0;
+  check_call(cudaGetDevice(&device), "cudaGetDevice");
+  cudaDeviceProp properties{};
+  check_call(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
+  device_name = properties.name;
+  device_buffer from(bytes), to(bytes);
+  check_call(cudaMemset(from.data(), 0, bytes), "cudaMemset");
+  event_timer timer;
+  return timer.median_seconds(nullptr, repeat, [&] {
+    check_call(cudaMemcpyAsync(to.data(), from.data(), bytes, cudaMemcpyDeviceToDevice, nullptr), "cudaMemcpyAsync");
+  });
+}
+
+template <class T>
+cuda_codec_result<T> cuda_measure(const std::string& codec, const zcoll::codec_config& config, std::span<const T> values,
+                                  unsigned repeat) {
+  return with_codec(codec, [&]<class Codec>() { return measure_codec<Codec, T>(config, values, repeat); });
+}
+
+template <class T>
+cuda_batch_result cuda_measure_batch(const std::string& codec, const zcoll::codec_config& config,
+                                     std::span<const T> values, std::size_t blocks, unsigned repeat) {
+  return with_codec(codec, [&]<class Codec>() { return measure_codec_batch<Codec, T>(config, values, blocks, repeat); });
+}
+
+template cuda_codec_result<float> cuda_measure(const std::string&, const zcoll::codec_config&, std::span<const float>, unsigned);
+template cuda_codec_result<double> cuda_measure(const std::string&, const zcoll::codec_config&, std::span<const double>, unsigned);
+template cuda_batch_result cuda_measure_batch(const std::string&, const zcoll::codec_config&, std::span<const float>, std::size_t, unsigned);
+template cuda_batch_result cuda_measure_batch(const std::string&, const zcoll::codec_config&, std::span<const double>, std::size_t, unsigned);
+
+}  // namespace zcoll_bench
