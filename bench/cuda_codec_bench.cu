@@ -117,8 +117,9 @@ cuda_batch_result measure_codec_batch(const zcoll::codec_config& config, std::sp
   const auto d_values = to_device(values);
   device_buffer d_out(zcoll::cuda::max_compressed_size<T>(codec, counts));
   device_buffer workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
-  // One workspace per block for the launch-per-block loop: each launch's results stay where they are.
-  const std::size_t one[] = {counts.front()};
+  // One workspace per block for the launch-per-block loop, each sized for the largest block: each
+  // launch's results stay where they are.
+  const std::size_t one[] = {*std::max_element(counts.begin(), counts.end())};
   const std::size_t block_workspace = zcoll::cuda::compress_workspace_bytes(codec, std::span<const std::size_t>(one));
   device_buffer workspaces(block_workspace * blocks);
   std::vector<std::size_t> out_at(blocks + 1, 0), value_at(blocks + 1, 0);

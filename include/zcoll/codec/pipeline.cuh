@@ -6,13 +6,18 @@
 /// the other way round.
 ///
 ///     zcoll::FZLight codec{{.error_bound = zcoll::relative(1e-4)}};
-///     std::vector<std::byte> workspace_room(zcoll::cuda::compress_workspace_bytes(counts)) ... (on the device)
+///     // device buffers the caller allocates once: d_out of cuda::max_compressed_size<float>(codec, counts)
+///     // bytes, d_workspace of cuda::compress_workspace_bytes(codec, counts) bytes, 256-byte aligned
 ///     zcoll::cuda::compress_batch(zcoll::exec::Cuda{stream}, codec, d_values, counts, d_out, d_workspace);
-///     // sizes stay on the device: zcoll::cuda::batch_results(d_workspace, counts.size())
+///     // sizes stay on the device: zcoll::cuda::results_of(d_workspace, counts.size())
 ///
 /// Nothing here allocates, copies back to the host or synchronises: the caller gives a workspace sized by
 /// compress_workspace_bytes / decompress_workspace_bytes (device memory), the compressed sizes stay in it,
 /// and a decoding fault is raised by check_decoded() when the caller chooses to wait.
+///
+/// Sources that include this file must not be compiled with nvcc's -use_fast_math, --ftz=true or
+/// --prec-div=false: flushing denormals on the device would make its codes differ from the host's near
+/// the denormal range (nvcc defines no macro for these flags, so this cannot be checked here).
 ///
 /// The chunk offsets are a decoupled look-back scan over the tiles (CUB's ScanTileState and
 /// TilePrefixCallbackOp, the machinery of cub::DeviceScan; CUB documents them as its agents' building
@@ -41,6 +46,7 @@ namespace detail {
 
 using zcoll::detail::placement;
 using tile_state = cub::ScanTileState<placement>;
+static_assert(sizeof(cub::Uninitialized<placement>) == 24, "max_batch_tiles assumes 24-byte tile states");
 
 /// The team of codec/detail/pipeline_tile.hpp as a CUDA block: one thread per 32-value block.
 template <unsigned Threads>
@@ -124,8 +130,10 @@ class block_team {
 inline constexpr unsigned init_threads = 256;
 inline constexpr unsigned range_threads = 256;
 
-/// Resets the tile states and the range of every stream.
-__global__ void reset_batch(tile_state tiles, int tile_count, zcoll::detail::extent_keys* extents, unsigned streams) {
+/// Resets the tile states and the range of every stream. (A template, as every kernel here: a non-template
+/// __global__ function in a header would be defined again by each source that includes it.)
+template <class TileState>
+__global__ void reset_batch(TileState tiles, int tile_count, zcoll::detail::extent_keys* extents, unsigned streams) {
   tiles.InitializeStatus(tile_count);
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (extents != nullptr && i < streams) extents[i] = zcoll::detail::extent_keys{};
@@ -177,12 +185,8 @@ __global__ void __launch_bounds__(Threads) decompress_tiles(zcoll::detail::decom
 /// Runs `launch.template operator()<Threads>()` with the team size for chunks of `chunk_values`.
 template <class Launch>
 void with_team_threads(std::uint32_t chunk_values, Launch&& launch) {
-  switch (zcoll::detail::team_threads_for(chunk_values)) {
-    case 128: return launch.template operator()<128>();
-    case 256: return launch.template operator()<256>();
-    case 512: return launch.template operator()<512>();
-    default: return launch.template operator()<1024>();
-  }
+  if (zcoll::detail::team_threads_for(chunk_values) == 128) return launch.template operator()<128>();
+  return launch.template operator()<1024>();
 }
 
 inline std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
@@ -202,9 +206,24 @@ struct workspace_layout {
     fault_at = extents_at + aligned(streams * sizeof(zcoll::detail::extent_keys));
     tile_states_at = fault_at + aligned(sizeof(zcoll::detail::decode_fault));
     check_call(tile_state::AllocationSize(static_cast<int>(tiles), tile_state_bytes), "cub::ScanTileState::AllocationSize");
-    bytes = tile_states_at + tile_state_bytes;
+    bytes = aligned(tile_states_at + tile_state_bytes);
   }
 };
+
+/// Workspace alignment: results, ranges and tile states are 8-byte words and atomics, CUB wants 256.
+inline constexpr std::size_t workspace_alignment = 256;
+
+/// Checks a workspace the caller gives for `streams` streams: aligned, and at least `needed` bytes.
+inline void check_workspace(const char* caller, std::span<const std::byte> workspace, std::size_t needed) {
+  if (reinterpret_cast<std::uintptr_t>(workspace.data()) % workspace_alignment != 0) {
+    throw argument_error(std::string(caller) + ": workspace must be " + std::to_string(workspace_alignment) +
+                         "-byte aligned (cudaMalloc's pointers are)");
+  }
+  if (workspace.size() < needed) {
+    throw argument_error(std::string(caller) + ": workspace has " + std::to_string(workspace.size()) + " bytes, " +
+                         std::to_string(needed) + " are needed (compress_workspace_bytes / decompress_workspace_bytes)");
+  }
+}
 
 }  // namespace detail
 
@@ -226,6 +245,7 @@ std::size_t compress_workspace_bytes(const Pipeline<Q, P, E>& codec, std::span<c
 /// The results of the last compress_batch into `workspace` for `streams` streams.
 inline batch_results results_of(std::span<std::byte> workspace, std::size_t streams) {
   const detail::workspace_layout w(1, streams);
+  detail::check_workspace("results_of", workspace, w.extents_at);
   auto* results = reinterpret_cast<std::uint64_t*>(workspace.data() + w.results_at);
   return {results, results + streams, results + 2 * streams};
 }
@@ -253,10 +273,7 @@ void compress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, cons
   zcoll::detail::compress_job<T> job;
   job.layout = zcoll::detail::make_layout("compress_batch", counts, config.chunk_values);
   const detail::workspace_layout w(job.layout.tiles(), job.layout.streams);
-  if (workspace.size() < w.bytes) {
-    throw argument_error("compress_batch: workspace has " + std::to_string(workspace.size()) +
-                         " bytes, compress_workspace_bytes() = " + std::to_string(w.bytes) + " are needed");
-  }
+  detail::check_workspace("compress_batch", workspace, w.bytes);
   const std::size_t needed = max_compressed_size<T>(codec, counts);
   if (out.size() < needed) {
     throw argument_error("compress_batch: out has " + std::to_string(out.size()) + " bytes, max_compressed_size() = " +
@@ -282,7 +299,7 @@ void compress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, cons
   check_call(tiles.Init(static_cast<int>(job.layout.tiles()), workspace.data() + w.tile_states_at, w.tile_state_bytes), "cub::ScanTileState::Init");
   auto* extents = reinterpret_cast<zcoll::detail::extent_keys*>(workspace.data() + w.extents_at);
   const unsigned reset_blocks = (std::max(job.layout.tiles(), job.layout.streams) + detail::init_threads - 1) / detail::init_threads;
-  detail::reset_batch<<<reset_blocks, detail::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), extents,
+  detail::reset_batch<detail::tile_state><<<reset_blocks, detail::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), extents,
                                                                               job.layout.streams);
   check_call(cudaGetLastError(), "compress_batch: reset kernel");
   if (Q::uses_error_bound && config.error_bound.mode == bound_mode::relative) {
@@ -332,9 +349,14 @@ void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, st
     job.stream_bytes[s] = stream_bytes[s];
   }
   const detail::workspace_layout w(job.layout.tiles(), job.layout.streams);
-  if (workspace.size() < w.bytes) {
-    throw argument_error("decompress_batch: workspace has " + std::to_string(workspace.size()) +
-                         " bytes, decompress_workspace_bytes() = " + std::to_string(w.bytes) + " are needed");
+  detail::check_workspace("decompress_batch", workspace, w.bytes);
+  const std::uint64_t total_values = job.layout.first_value[job.layout.streams];
+  if (values == nullptr && total_values > 0) throw argument_error("decompress_batch: values is null");
+  // Each tile reads its stream's header and index while others write values: in place would race.
+  const auto* values_begin = reinterpret_cast<const std::byte*>(values);
+  const auto* values_end = values_begin + total_values * sizeof(T);
+  if (values_begin < in.data() + in.size() && in.data() < values_end) {
+    throw argument_error("decompress_batch: values overlap `in`; decompress into a separate buffer");
   }
   job.in = in.data();
   job.values = values;
@@ -343,7 +365,7 @@ void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, st
   detail::tile_state tiles;
   check_call(tiles.Init(static_cast<int>(job.layout.tiles()), workspace.data() + w.tile_states_at, w.tile_state_bytes), "cub::ScanTileState::Init");
   const unsigned reset_blocks = (job.layout.tiles() + detail::init_threads - 1) / detail::init_threads;
-  detail::reset_batch<<<reset_blocks, detail::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), nullptr, 0);
+  detail::reset_batch<detail::tile_state><<<reset_blocks, detail::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), nullptr, 0);
   check_call(cudaGetLastError(), "decompress_batch: reset kernel");
   detail::with_team_threads(codec.config().chunk_values, [&]<unsigned Threads>() {
     detail::decompress_tiles<Q, P, E, T, Threads><<<job.layout.tiles(), Threads, 0, exec.stream>>>(job, tiles, fault);
@@ -378,6 +400,7 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
 /// met a stream it could not decode (the first fault of the launch).
 inline void check_decoded(const exec::Cuda& exec, std::span<const std::byte> workspace, std::size_t streams) {
   const detail::workspace_layout w(1, streams);
+  detail::check_workspace("check_decoded", workspace, w.tile_states_at);
   zcoll::detail::decode_fault fault;
   check_call(cudaMemcpyAsync(&fault, workspace.data() + w.fault_at, sizeof fault, cudaMemcpyDeviceToHost, exec.stream),
              "check_decoded: reading the fault record");

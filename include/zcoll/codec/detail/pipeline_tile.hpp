@@ -43,12 +43,16 @@ namespace zcoll::detail {
 inline constexpr std::uint32_t max_batch_streams = 64;
 /// The longest chunk a team covers: one thread per block, at most 1024 threads in a CUDA block.
 inline constexpr std::uint32_t max_team_chunk_values = 1024 * block_values;
+/// Tiles in one launch: CUB sizes its tile states as int × bytes per state (24 for a placement), so
+/// more would overflow its int arithmetic.
+inline constexpr std::uint64_t max_batch_tiles = 0x7FFFFFFF / 24 - 64;
 
-/// Threads in the team for chunks of `chunk_values`: one per block, a power of two from 128 to 1024.
+/// Threads in the team for chunks of `chunk_values`: one per block, 128 for chunks up to 4096 values (the
+/// default) and 1024 beyond. Two team sizes, not every power of two: each is a kernel instantiation per
+/// pipeline, type and direction, and nvcc's time is what CI pays; chunks of 4097 to 16384 values leave
+/// threads of their team idle (4096 or 32768 use every thread).
 ZCOLL_HOST_DEVICE constexpr unsigned team_threads_for(std::uint32_t chunk_values) {
-  unsigned threads = 128;
-  while (threads * block_values < chunk_values) threads *= 2;
-  return threads;
+  return chunk_values <= 128 * block_values ? 128 : 1024;
 }
 
 /// Predictors whose state at a block is the last code (or value) before it, so a team scan gives it.
@@ -99,10 +103,12 @@ struct add_words {
 /// A tile's bytes in the batch's output and in its stream: the segmented sum whose exclusive prefix
 /// gives a tile both its offset in the output and its stream's start (a stream's first tile starts a
 /// segment, and carries the stream's header and index).
+/// (No default member initializers: the CUDA team keeps one in __shared__ memory, which cannot have a
+/// dynamic initializer; placement{} is zero.)
 struct placement {
-  std::uint64_t offset = 0;
-  std::uint64_t in_stream = 0;
-  std::uint32_t starts_stream = 0;
+  std::uint64_t offset;
+  std::uint64_t in_stream;
+  std::uint32_t starts_stream;
 };
 struct place_after {
   ZCOLL_HOST_DEVICE placement operator()(const placement& a, const placement& b) const {
@@ -204,9 +210,9 @@ inline batch_layout make_layout(const char* caller, std::span<const std::size_t>
   for (std::size_t s = 0; s < counts.size(); ++s) {
     layout.first_value[s + 1] = checked_add(layout.first_value[s], counts[s], caller, "the sum of counts");
     tiles += std::max<std::uint64_t>(1, chunk_count_for(counts[s], chunk_values));
-    if (tiles > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
-      throw argument_error(std::string(caller) + ": counts make more than 2^31 chunks of " + std::to_string(chunk_values) +
-                           "; raise chunk_values or split the batch");
+    if (tiles > max_batch_tiles) {
+      throw argument_error(std::string(caller) + ": counts make more than " + std::to_string(max_batch_tiles) +
+                           " chunks of " + std::to_string(chunk_values) + " in one launch; raise chunk_values or split the batch");
     }
     layout.first_tile[s + 1] = static_cast<std::uint32_t>(tiles);
   }
