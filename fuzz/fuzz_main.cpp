@@ -16,7 +16,10 @@
 #include <vector>
 
 #include "fuzz_target.hpp"
+#include "instances.hpp"
 #include "seed_corpus.hpp"
+
+ZCOLL_FUZZ_CODECS(ZCOLL_FUZZ_DECLARE_INSTANCES)
 
 namespace {
 const zcoll_fuzz::fuzz_codec* codec = nullptr;

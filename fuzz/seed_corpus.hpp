@@ -51,7 +51,7 @@ std::vector<seed_input<T>> adversarial_inputs() {
   return inputs;
 }
 
-void write(const fs::path& path, std::span<const std::byte> bytes) {
+inline void write(const fs::path& path, std::span<const std::byte> bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   if (!out) throw std::runtime_error("cannot write " + path.string());
@@ -90,7 +90,7 @@ int write_seeds(const fs::path& dir, const std::vector<seed_input<T>>& inputs) {
   return files;
 }
 
-std::vector<float> read_field(const fs::path& path, std::size_t values) {
+inline std::vector<float> read_field(const fs::path& path, std::size_t values) {
   std::ifstream in(path, std::ios::binary);
   std::vector<float> field(values);
   in.read(reinterpret_cast<char*>(field.data()), static_cast<std::streamsize>(values * sizeof(float)));
