@@ -130,7 +130,12 @@ detail::decode_fault team_decompress(const zcoll::Pipeline<Q, P, E>& codec, std:
 
 template <class Codec, class T>
 void check_codec_on_inputs(const Codec& codec) {
+  // A 1024-thread host team costs 1024 thread starts a call: it gets the largest input (fill runs, NaN,
+  // ±Inf, huge values and noise: coded chunks with exceptions) and leaves the small ones to the 128-thread
+  // team.
+  const bool large_team = detail::team_threads_for(codec.config().chunk_values) > 128;
   for (const auto& input : inputs<T>()) {
+    if (large_team && input.values.size() < 4000) continue;
     INFO(input.name << ", " << zcoll_test::type_name<T>() << ", " << Codec::name() << ", chunk "
                     << codec.config().chunk_values << ", bound " << zcoll::to_string(codec.config().error_bound));
     const auto expected = zcoll::compress_to_vector(codec, std::span<const T>(input.values));
@@ -154,18 +159,18 @@ void check_codec_on_inputs(const Codec& codec) {
 template <class Codec>
 void check_codec_configs(zcoll::codec_config base, bool with_large_team) {
   // Bounds that code, that leave most values outliers, lossless (verbatim), and relative (the range
-  // pass), on teams of 128 threads (some idle: chunks of 256 values); the 1024-thread team (chunks of
-  // 8192, 768 threads idle) at the relative bound, f32 only: a host team's barriers are what this test
-  // spends its time on.
+  // pass), on teams of 128 threads (chunks of 1024 values: 96 threads idle, several chunks per input);
+  // the 1024-thread team (chunks of 8192, 768 threads idle) at the relative bound, f32 only: a host
+  // team's barriers, per chunk, are what this test spends its time on.
   for (const auto eb : {zcoll::absolute(1e-2), zcoll::absolute(1e-6), zcoll::absolute(0), zcoll::relative(1e-3)}) {
-    for (const std::uint32_t chunk : {256u, 8192u}) {
+    for (const std::uint32_t chunk : {1024u, 8192u}) {
       if (chunk == 8192 && (!with_large_team || eb.mode != zcoll::bound_mode::relative)) continue;
       auto config = base;
       config.chunk_values = chunk;
       config.error_bound = eb;
       const Codec codec{config};
       check_codec_on_inputs<Codec, float>(codec);
-      if (chunk == 256) check_codec_on_inputs<Codec, double>(codec);
+      if (chunk == 1024) check_codec_on_inputs<Codec, double>(codec);
     }
   }
 }
@@ -228,15 +233,15 @@ TEST_CASE("CUDA tile algorithm on a host team: one batch packs every stream as t
 
 TEST_CASE("CUDA tile algorithm on a host team: truncated and damaged streams are reported, never overrun",
           "[pipeline][cuda-tile][corruption]") {
-  zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .chunk_values = 256};
+  zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .chunk_values = 512};
   config.fill_value = -999.0;
   const zcoll::FZLight codec{config};
-  const auto values = zcoll_test::mixed_input<float>(1000, -999.0f);
+  const auto values = zcoll_test::mixed_input<float>(1000, -999.0f);  // two chunks
   const auto stream = zcoll::compress_to_vector(codec, std::span<const float>(values));
   std::vector<float> decoded;
 
-  // Every length through the header, the index and the first blocks, then every 97th.
-  for (std::size_t length = 0; length < stream.size(); length += length < 120 ? 1 : 97) {
+  // Every length through the header and the index, every 7th through the first blocks, then every 97th.
+  for (std::size_t length = 0; length < stream.size(); length += length < 48 ? 1 : length < 160 ? 7 : 97) {
     INFO("truncated to " << length << " of " << stream.size() << " bytes");
     // The truncated stream in a buffer of its own length, so ASan sees a read past it.
     const std::vector<std::byte> cut(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(length));
@@ -245,7 +250,7 @@ TEST_CASE("CUDA tile algorithm on a host team: truncated and damaged streams are
 
   std::mt19937_64 rng(zcoll_test::seed);
   int reported = 0;
-  for (int trial = 0; trial < 40; ++trial) {
+  for (int trial = 0; trial < 30; ++trial) {
     auto damaged = stream;
     const std::size_t at = rng() % damaged.size();
     damaged[at] ^= std::byte(static_cast<unsigned char>(1u << (rng() % 8)));
