@@ -17,13 +17,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
 
+#include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/value_type.hpp"
@@ -62,12 +62,12 @@ std::vector<T> quantized(std::span<const T> values, double error_bound) {
   if (!quantizer.usable()) return out;
   for (std::size_t first = 0; first < values.size(); first += block_values) {
     const std::size_t lanes = std::min(block_values, values.size() - first);
-    T block[block_values] = {};
-    std::memcpy(block, values.data() + first, lanes * sizeof(T));
     std::int32_t codes[block_values];
-    const block_mask exact = quantizer.quantize(block, codes);
+    // The pipeline's own step: a short last block padded, the lanes it cannot code reported.
+    const block_mask exact =
+        zcoll::detail::quantize_block<T>(quantizer, false, 0, values.data() + first, lanes, codes).outliers;
     T restored[block_values];
-    quantizer.dequantize(reinterpret_cast<const std::uint32_t*>(codes), restored, block_values);
+    quantizer.dequantize(reinterpret_cast<const std::uint32_t*>(codes), restored, lanes);
     for (std::size_t j = 0; j < lanes; ++j) {
       if (((exact >> j) & 1u) == 0) out[first + j] = restored[j];
     }
