@@ -1,0 +1,117 @@
+#pragma once
+// The communication configurations of the DLRM study, by name: which codec and schedule each of the
+// three collectives uses. Each is compiled in; the study chooses among them at run time.
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "communication.hpp"
+#include "zcoll/codec/cast.hpp"
+#include "zcoll/codec/error_feedback.hpp"
+#include "zcoll/codec/presets.hpp"
+#include "zcoll/codec/rowwise.hpp"
+#include "zcoll/codec/topk.hpp"
+#include "zcoll/schedule/recursive_doubling.hpp"
+#include "zcoll/schedule/ring.hpp"
+
+namespace dlrm {
+
+/// DCT-DP's sparsifier with its keep fraction (in units of 0.1 %) and threshold life-span fixed at compile
+/// time, so that Compressed<S, C> can construct it from a codec_config like any codec.
+template <int KeepPerMille, unsigned LifeSpan>
+struct dct_topk : zcoll::TopK {
+  explicit dct_topk(zcoll::codec_config c = {})
+      : zcoll::TopK(std::move(c), {.keep_fraction = KeepPerMille / 1000.0, .threshold_life_span = LifeSpan}) {}
+};
+
+/// What the configurations are built from.
+struct configuration_context {
+  std::size_t dim = 16;
+  std::size_t tables = 26;
+  zcoll::adapt::adaptive_config fixed, tablewise, tablewise_decay;  ///< the EmbeddingHybrid bounds
+};
+
+struct communication {
+  std::unique_ptr<embedding_exchange> exchange;
+  std::unique_ptr<gradient_allreduce> allreduce;
+};
+
+struct configuration {
+  std::string name;
+  std::string description;
+  std::function<communication(zcoll::transport::AnyTransport&, const configuration_context&)> make;
+};
+
+template <zcoll::codec Forward, zcoll::codec Backward>
+std::unique_ptr<embedding_exchange> pairwise(zcoll::transport::AnyTransport& t, const configuration_context& c) {
+  return std::make_unique<pairwise_exchange<Forward, Backward>>(t, c.dim, zcoll::collective_config{}, zcoll::collective_config{});
+}
+
+template <zcoll::schedule::schedule S, zcoll::codec C>
+std::unique_ptr<gradient_allreduce> allreduce(zcoll::transport::AnyTransport& t, std::size_t row_length = 0) {
+  return std::make_unique<compressed_allreduce<S, C>>(t, zcoll::collective_config{.row_length = row_length});
+}
+
+inline std::unique_ptr<embedding_exchange> hybrid(zcoll::transport::AnyTransport& t, const configuration_context& c,
+                                                  const zcoll::adapt::adaptive_config& bounds) {
+  return std::make_unique<tablewise_exchange<zcoll::EmbeddingHybrid>>(t, c.dim, bounds, c.tables);
+}
+
+/// Row length of the row-wise allreduces: Yang quantizes buckets of the flat gradient.
+constexpr std::size_t allreduce_rows = 64;
+
+inline std::vector<configuration> configurations() {
+  using namespace zcoll;
+  using ctx = configuration_context;
+  using T = transport::AnyTransport;
+  return {
+      {"fp32", "no compression",
+       [](T& t, const ctx& c) { return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, Identity>(t)}; }},
+      {"fp16", "FP16 all-to-alls and ring allreduce",
+       [](T& t, const ctx& c) { return communication{pairwise<FP16, FP16>(t, c), allreduce<Ring, FP16>(t)}; }},
+      {"hybrid-fixed", "EmbeddingHybrid forward all-to-all, one global bound",
+       [](T& t, const ctx& c) { return communication{hybrid(t, c, c.fixed), allreduce<Ring, Identity>(t)}; }},
+      {"hybrid-tablewise", "EmbeddingHybrid forward, table-wise bounds",
+       [](T& t, const ctx& c) { return communication{hybrid(t, c, c.tablewise), allreduce<Ring, Identity>(t)}; }},
+      {"hybrid-tablewise-decay", "EmbeddingHybrid forward, table-wise bounds, step decay",
+       [](T& t, const ctx& c) { return communication{hybrid(t, c, c.tablewise_decay), allreduce<Ring, Identity>(t)}; }},
+      {"int4-int2", "row-wise Int4 forward, Int2 backward all-to-all (Yang)",
+       [](T& t, const ctx& c) { return communication{pairwise<Int4, Int2>(t, c), allreduce<Ring, Identity>(t)}; }},
+      {"int4-ring", "Int4 ring allreduce, no error feedback",
+       [](T& t, const ctx& c) { return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, Int4>(t, allreduce_rows)}; }},
+      {"int4-ring-ef", "Int4 ring allreduce with error feedback",
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<Int4>>(t, allreduce_rows)};
+       }},
+      {"int4-rd", "Int4 recursive-doubling allreduce, no error feedback",
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce<RecursiveDoubling, Int4>(t, allreduce_rows)};
+       }},
+      {"int4-rd-ef", "Int4 recursive-doubling allreduce with error feedback",
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c),
+                              allreduce<RecursiveDoubling, ErrorFeedback<Int4>>(t, allreduce_rows)};
+       }},
+      {"dct-90-l1", "DCT top-K 90 % sparsity, EF, threshold every step",
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<dct_topk<100, 1>>>(t)};
+       }},
+      {"dct-99-l1", "DCT top-K 99 % sparsity, EF, threshold every step",
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<dct_topk<10, 1>>>(t)};
+       }},
+      {"dct-99-l100", "DCT top-K 99 % sparsity, EF, threshold life-span 100",
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<dct_topk<10, 100>>>(t)};
+       }},
+      {"dct-99-l1000", "DCT top-K 99 % sparsity, EF, threshold life-span 1000",
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<dct_topk<10, 1000>>>(t)};
+       }},
+  };
+}
+
+}  // namespace dlrm

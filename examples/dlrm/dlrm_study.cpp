@@ -1,0 +1,313 @@
+// zcoll-dlrm: trains the DLRM example (examples/dlrm/trainer.hpp) under communication configurations
+// and prints, per configuration, test accuracy, AUC and log loss (deltas against FP32 of the same seed,
+// averaged over seeds), bytes per iteration and the time split. docs/dlrm.md has the runs.
+//
+//   zcoll-dlrm [--task criteo|movielens] [--data FILE] [--ranks N] [--steps S] [--batch B]
+//              [--seeds 1,2,3,4] [--configs fp32,int4-int2,...|all] [--global-eb X] [--list]
+//   mpirun -n 4 zcoll-dlrm --mpi ...        (one rank per process over transport::Mpi)
+//
+// The table-wise configurations take their bounds from the offline analysis (Algorithm 1) of the FP32
+// run of the same seed: each table's homogenization index on the rows it looks up for 1024 test samples
+// at the end of that run, classes split at the tertiles of the indices, bounds global x 5/3, global,
+// global / 3 (the paper's 0.05 / 0.03 / 0.01 ratios); the decay adds a step decay from 2x over the first
+// third of the steps in 3 stairs (the paper's Decay_2x).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef ZCOLL_DLRM_WITH_MPI
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/environment.hpp>
+
+#include "zcoll/transport/mpi.hpp"
+#endif
+
+#include "configurations.hpp"
+#include "trainer.hpp"
+#include "zcoll/adapt/adaptive_config.hpp"
+#include "zcoll/transport/local.hpp"
+
+namespace {
+
+struct study_options {
+  std::string task = "criteo";
+  std::string data;  // the MovieLens ratings file
+  int ranks = 4;
+  std::vector<std::uint64_t> seeds{1, 2, 3, 4};
+  std::vector<std::string> configs;  // empty: all
+  double global_eb = 0.01;
+  bool mpi = false;
+  dlrm::train_options train;
+  std::size_t analysis_samples = 1024;
+};
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::unique_ptr<dlrm::task> make_task(const study_options& o, std::uint64_t seed) {
+  if (o.task == "criteo") return std::make_unique<dlrm::criteo_like>(dlrm::criteo_like::options{.seed = seed});
+  if (o.task == "movielens") {
+    if (o.data.empty()) throw std::invalid_argument("--task movielens needs --data FILE (ml-latest-small ratings.csv)");
+    return std::make_unique<dlrm::movielens>(o.data, seed);
+  }
+  throw std::invalid_argument("--task " + o.task + ": expected criteo or movielens");
+}
+
+/// Every rank's vector of doubles summed element-wise, in rank order (exact).
+std::vector<double> sum_over_ranks(zcoll::transport::AnyTransport& t, const std::vector<double>& mine) {
+  const auto p = static_cast<std::size_t>(t.size());
+  std::vector<double> out, in(mine.size() * p);
+  for (std::size_t r = 0; r < p; ++r) out.insert(out.end(), mine.begin(), mine.end());
+  const std::vector<std::size_t> counts(p, mine.size());
+  zcoll::transport::alltoallv_exact<double>(t, out, counts, in, counts, 0x5d01);
+  std::vector<double> sum(mine.size(), 0.0);
+  for (std::size_t r = 0; r < p; ++r) {
+    for (std::size_t i = 0; i < mine.size(); ++i) sum[i] += in[r * mine.size() + i];
+  }
+  return sum;
+}
+
+/// The bounds of the hybrid configurations from the FP32 run's tables: every rank's sampled rows go to
+/// every rank, and each runs the same analysis (its bounds depend only on the rows).
+void analyse(zcoll::transport::AnyTransport& t, dlrm::trainer& fp32, const study_options& o, std::size_t tables,
+             dlrm::configuration_context& ctx) {
+  const auto p = static_cast<std::size_t>(t.size());
+  const std::size_t per_table = o.analysis_samples * o.train.dim;
+  const std::vector<float> mine = fp32.owned_lookup_sample(o.analysis_samples);
+  std::vector<float> out;
+  std::vector<std::size_t> send(p, mine.size()), recv(p, 0);
+  for (std::size_t r = 0; r < p; ++r) {
+    out.insert(out.end(), mine.begin(), mine.end());
+    for (std::size_t table = r; table < tables; table += p) recv[r] += per_table;
+  }
+  std::vector<float> all(tables * per_table);
+  zcoll::transport::alltoallv_exact<float>(t, out, send, all, recv, 0x5d02);
+  // all holds rank 0's tables (0, p, 2p, ...), then rank 1's, ...: table by table in that order.
+  std::vector<zcoll::adapt::table_sample<float>> samples;
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < p; ++r) {
+    for (std::size_t table = r; table < tables; table += p, at += per_table) {
+      samples.push_back({table, std::span<const float>(all).subspan(at, per_table), o.train.dim});
+    }
+  }
+  std::vector<double> indices;
+  for (const auto& s : samples) indices.push_back(zcoll::adapt::homogenization_of(s.vectors, s.dim, o.global_eb).index());
+  std::sort(indices.begin(), indices.end());
+  const double low = indices[indices.size() / 3], high = indices[indices.size() * 2 / 3];
+  const zcoll::adapt::table_classifier uniform{.global_bound = o.global_eb, .large_below = 0.0, .small_above = 1.0};
+  const zcoll::adapt::table_classifier tablewise{
+      .global_bound = o.global_eb, .alpha = 5.0 / 3.0, .beta = 3.0, .large_below = low, .small_above = std::max(low, high)};
+  const zcoll::adapt::error_bound_schedule none{};
+  const zcoll::adapt::error_bound_schedule decay{.shape = zcoll::adapt::decay_shape::step,
+                                                .initial_factor = 2.0,
+                                                .decay_iterations = std::max<std::uint64_t>(1, o.train.steps / 3),
+                                                .steps = 3};
+  const std::span<const zcoll::adapt::table_sample<float>> view(samples);
+  ctx.fixed = zcoll::adapt::offline_analysis<float>(view, uniform, none);
+  ctx.tablewise = zcoll::adapt::offline_analysis<float>(view, tablewise, none);
+  ctx.tablewise_decay = zcoll::adapt::offline_analysis<float>(view, tablewise, decay);
+}
+
+/// One run's numbers, as rank 0 reports them (traffic and times averaged over the ranks).
+struct run_numbers {
+  double accuracy = 0, auc = 0, log_loss = 0, final_loss = 0;
+  double forward_bytes = 0, backward_bytes = 0, allreduce_bytes = 0;        // per iteration, per rank
+  double forward_raw = 0, backward_raw = 0, allreduce_raw = 0;
+  double step_s = 0, compress_s = 0, communicate_s = 0;                     // per iteration
+};
+
+run_numbers numbers_of(zcoll::transport::AnyTransport& t, const dlrm::train_result& r, std::size_t steps) {
+  const auto n = static_cast<double>(steps);
+  const std::vector<double> mine{static_cast<double>(r.forward.bytes), static_cast<double>(r.backward.bytes),
+                                 static_cast<double>(r.allreduce.bytes), static_cast<double>(r.forward.raw_bytes),
+                                 static_cast<double>(r.backward.raw_bytes), static_cast<double>(r.allreduce.raw_bytes),
+                                 r.step_s, r.forward.compress_s + r.backward.compress_s + r.allreduce.compress_s,
+                                 r.forward.communicate_s + r.backward.communicate_s + r.allreduce.communicate_s};
+  const auto sum = sum_over_ranks(t, mine);
+  const double ranks = t.size();
+  run_numbers x;
+  x.accuracy = r.test_accuracy;
+  x.auc = r.test_auc;
+  x.log_loss = r.test_log_loss;
+  x.final_loss = r.losses.empty() ? 0.0 : r.losses.back();
+  x.forward_bytes = sum[0] / ranks / n;
+  x.backward_bytes = sum[1] / ranks / n;
+  x.allreduce_bytes = sum[2] / ranks / n;
+  x.forward_raw = sum[3] / ranks / n;
+  x.backward_raw = sum[4] / ranks / n;
+  x.allreduce_raw = sum[5] / ranks / n;
+  x.step_s = sum[6] / ranks / n;
+  x.compress_s = sum[7] / ranks / n;
+  x.communicate_s = sum[8] / ranks / n;
+  return x;
+}
+
+/// Runs every configuration for every seed on this rank; returns the numbers by configuration, per seed.
+std::map<std::string, std::vector<run_numbers>> run_study(zcoll::transport::AnyTransport& t, const study_options& o,
+                                                           const std::vector<dlrm::configuration>& chosen) {
+  std::map<std::string, std::vector<run_numbers>> results;
+  for (std::uint64_t seed : o.seeds) {
+    auto data = make_task(o, seed);
+    dlrm::configuration_context ctx;
+    ctx.dim = o.train.dim;
+    ctx.tables = data->table_rows().size();
+    dlrm::train_options train = o.train;
+    train.model_seed = 1000 + seed;
+    for (const auto& config : chosen) {
+      if (config.name.rfind("hybrid", 0) == 0 && ctx.fixed.tables.empty()) {
+        throw std::logic_error("the hybrid configurations need fp32 first (the offline analysis runs on its tables)");
+      }
+      auto comm = config.make(t, ctx);
+      dlrm::trainer trainer(t, *data, train, std::move(comm.exchange), std::move(comm.allreduce));
+      const auto result = trainer.train();
+      results[config.name].push_back(numbers_of(t, result, train.steps));
+      if (config.name == "fp32") analyse(t, trainer, o, ctx.tables, ctx);
+      if (t.rank() == 0) {
+        std::fprintf(stderr, "seed %llu %-24s loss %.4f  acc %.4f  auc %.4f  (%.1f s)\n", static_cast<unsigned long long>(seed),
+                     config.name.c_str(), result.losses.empty() ? 0.0 : result.losses.back(), result.test_accuracy,
+                     result.test_auc, result.step_s);
+      }
+    }
+  }
+  return results;
+}
+
+void print_table(const study_options& o, const std::vector<dlrm::configuration>& chosen,
+                 const std::map<std::string, std::vector<run_numbers>>& results) {
+  const auto& base = results.at("fp32");
+  std::printf("task %s, %d ranks, global batch %zu, %zu steps, seeds", o.task.c_str(), o.ranks, o.train.global_batch,
+              o.train.steps);
+  for (auto s : o.seeds) std::printf(" %llu", static_cast<unsigned long long>(s));
+  std::printf(", global bound %g\n\n", o.global_eb);
+  std::printf("| configuration | accuracy | Δ accuracy (pp) | AUC | Δ AUC | log loss | Δ log loss | fwd a2a ratio | bwd a2a ratio | allreduce ratio | bytes/iter/rank | total ratio | ms/iter | compress ms | communicate ms | compute ms |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& config : chosen) {
+    const auto& runs = results.at(config.name);
+    const double n = static_cast<double>(runs.size());
+    run_numbers mean;
+    double d_acc = 0, d_auc = 0, d_ll = 0, d_acc_min = 1e9, d_acc_max = -1e9;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      const auto& r = runs[i];
+      mean.accuracy += r.accuracy / n;
+      mean.auc += r.auc / n;
+      mean.log_loss += r.log_loss / n;
+      mean.forward_bytes += r.forward_bytes / n;
+      mean.backward_bytes += r.backward_bytes / n;
+      mean.allreduce_bytes += r.allreduce_bytes / n;
+      mean.forward_raw += r.forward_raw / n;
+      mean.backward_raw += r.backward_raw / n;
+      mean.allreduce_raw += r.allreduce_raw / n;
+      mean.step_s += r.step_s / n;
+      mean.compress_s += r.compress_s / n;
+      mean.communicate_s += r.communicate_s / n;
+      const double d = r.accuracy - base[i].accuracy;
+      d_acc += d / n;
+      d_acc_min = std::min(d_acc_min, d);
+      d_acc_max = std::max(d_acc_max, d);
+      d_auc += (r.auc - base[i].auc) / n;
+      d_ll += (r.log_loss - base[i].log_loss) / n;
+    }
+    const auto ratio = [](double raw, double wire) { return wire == 0.0 ? 1.0 : raw / wire; };
+    const double wire = mean.forward_bytes + mean.backward_bytes + mean.allreduce_bytes;
+    const double raw = mean.forward_raw + mean.backward_raw + mean.allreduce_raw;
+    std::printf("| %s | %.4f | %+.3f [%+.3f, %+.3f] | %.4f | %+.4f | %.4f | %+.4f | %.2f | %.2f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+                config.name.c_str(), mean.accuracy, 100 * d_acc, 100 * d_acc_min, 100 * d_acc_max, mean.auc, d_auc,
+                mean.log_loss, d_ll, ratio(mean.forward_raw, mean.forward_bytes), ratio(mean.backward_raw, mean.backward_bytes),
+                ratio(mean.allreduce_raw, mean.allreduce_bytes), wire, ratio(raw, wire), 1e3 * mean.step_s,
+                1e3 * mean.compress_s, 1e3 * mean.communicate_s, 1e3 * (mean.step_s - mean.compress_s - mean.communicate_s));
+  }
+}
+
+study_options parse(int argc, char** argv) {
+  study_options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--task") o.task = value();
+    else if (a == "--data") o.data = value();
+    else if (a == "--ranks") o.ranks = std::stoi(value());
+    else if (a == "--steps") o.train.steps = std::stoul(value());
+    else if (a == "--batch") o.train.global_batch = std::stoul(value());
+    else if (a == "--seeds") {
+      o.seeds.clear();
+      for (const auto& s : split_list(value())) o.seeds.push_back(std::stoull(s));
+    } else if (a == "--configs") {
+      const std::string v = value();
+      if (v != "all") o.configs = split_list(v);
+    } else if (a == "--global-eb") o.global_eb = std::stod(value());
+    else if (a == "--lr") o.train.dense_learning_rate = o.train.embedding_learning_rate = std::stod(value());
+    else if (a == "--mpi") o.mpi = true;
+    else throw std::invalid_argument("unknown option " + a + " (see the comment at the top of dlrm_study.cpp)");
+  }
+  if (o.seeds.empty()) throw std::invalid_argument("--seeds: give at least one seed");
+  return o;
+}
+
+std::vector<dlrm::configuration> choose(const study_options& o) {
+  auto all = dlrm::configurations();
+  if (o.configs.empty()) return all;
+  std::vector<dlrm::configuration> chosen{all.front()};  // fp32 first: the baseline and the analysis
+  for (const auto& name : o.configs) {
+    if (name == "fp32") continue;
+    const auto found = std::find_if(all.begin(), all.end(), [&](const auto& c) { return c.name == name; });
+    if (found == all.end()) throw std::invalid_argument("--configs: no configuration " + name + " (--list names them)");
+    chosen.push_back(*found);
+  }
+  return chosen;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--list") {
+        for (const auto& c : dlrm::configurations()) std::printf("%-24s %s\n", c.name.c_str(), c.description.c_str());
+        return 0;
+      }
+    }
+    study_options o = parse(argc, argv);
+    const auto chosen = choose(o);
+    std::map<std::string, std::vector<run_numbers>> results;
+    if (o.mpi) {
+#ifdef ZCOLL_DLRM_WITH_MPI
+      boost::mpi::environment environment(argc, argv);
+      boost::mpi::communicator world;
+      o.ranks = world.size();
+      zcoll::transport::AnyTransport t{zcoll::transport::Mpi{world}};
+      results = run_study(t, o, chosen);
+      if (world.rank() != 0) return 0;
+#else
+      throw std::invalid_argument("--mpi: this build has no Boost.MPI");
+#endif
+    } else {
+      zcoll::transport::run_local(o.ranks, [&](zcoll::transport::Local& local) {
+        zcoll::transport::AnyTransport t{local};
+        auto mine = run_study(t, o, chosen);
+        if (t.rank() == 0) results = std::move(mine);
+      });
+    }
+    print_table(o, chosen, results);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zcoll-dlrm: %s\n", e.what());
+    return 1;
+  }
+}
