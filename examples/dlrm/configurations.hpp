@@ -63,13 +63,19 @@ inline std::unique_ptr<embedding_exchange> hybrid(zcoll::transport::AnyTransport
 /// Row length of the row-wise allreduces: Yang quantizes buckets of the flat gradient.
 constexpr std::size_t allreduce_rows = 64;
 
+/// Exact all-to-alls; only the dense gradients compressed.
+template <zcoll::schedule::schedule S, zcoll::codec C>
+communication dense_only(zcoll::transport::AnyTransport& t, const configuration_context& c, std::size_t row_length = 0) {
+  return {pairwise<zcoll::Identity, zcoll::Identity>(t, c), allreduce<S, C>(t, row_length)};
+}
+
 inline std::vector<configuration> configurations() {
   using namespace zcoll;
   using ctx = configuration_context;
   using T = transport::AnyTransport;
   return {
       {"fp32", "no compression",
-       [](T& t, const ctx& c) { return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, Identity>(t)}; }},
+       [](T& t, const ctx& c) { return dense_only<Ring, Identity>(t, c); }},
       {"fp16", "FP16 all-to-alls and ring allreduce",
        [](T& t, const ctx& c) { return communication{pairwise<FP16, FP16>(t, c), allreduce<Ring, FP16>(t)}; }},
       {"hybrid-fixed", "EmbeddingHybrid forward all-to-all, one global bound",
@@ -81,36 +87,21 @@ inline std::vector<configuration> configurations() {
       {"int4-int2", "row-wise Int4 forward, Int2 backward all-to-all (Yang)",
        [](T& t, const ctx& c) { return communication{pairwise<Int4, Int2>(t, c), allreduce<Ring, Identity>(t)}; }},
       {"int4-ring", "Int4 ring allreduce, no error feedback",
-       [](T& t, const ctx& c) { return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, Int4>(t, allreduce_rows)}; }},
+       [](T& t, const ctx& c) { return dense_only<Ring, Int4>(t, c, allreduce_rows); }},
       {"int4-ring-ef", "Int4 ring allreduce with error feedback",
-       [](T& t, const ctx& c) {
-         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<Int4>>(t, allreduce_rows)};
-       }},
+       [](T& t, const ctx& c) { return dense_only<Ring, ErrorFeedback<Int4>>(t, c, allreduce_rows); }},
       {"int4-rd", "Int4 recursive-doubling allreduce, no error feedback",
-       [](T& t, const ctx& c) {
-         return communication{pairwise<Identity, Identity>(t, c), allreduce<RecursiveDoubling, Int4>(t, allreduce_rows)};
-       }},
+       [](T& t, const ctx& c) { return dense_only<RecursiveDoubling, Int4>(t, c, allreduce_rows); }},
       {"int4-rd-ef", "Int4 recursive-doubling allreduce with error feedback",
-       [](T& t, const ctx& c) {
-         return communication{pairwise<Identity, Identity>(t, c),
-                              allreduce<RecursiveDoubling, ErrorFeedback<Int4>>(t, allreduce_rows)};
-       }},
+       [](T& t, const ctx& c) { return dense_only<RecursiveDoubling, ErrorFeedback<Int4>>(t, c, allreduce_rows); }},
       {"dct-90-l1", "DCT top-K 90 % sparsity, EF, threshold every step",
-       [](T& t, const ctx& c) {
-         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<dct_topk<100, 1>>>(t)};
-       }},
+       [](T& t, const ctx& c) { return dense_only<Ring, ErrorFeedback<dct_topk<100, 1>>>(t, c); }},
       {"dct-99-l1", "DCT top-K 99 % sparsity, EF, threshold every step",
-       [](T& t, const ctx& c) {
-         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<dct_topk<10, 1>>>(t)};
-       }},
+       [](T& t, const ctx& c) { return dense_only<Ring, ErrorFeedback<dct_topk<10, 1>>>(t, c); }},
       {"dct-99-l100", "DCT top-K 99 % sparsity, EF, threshold life-span 100",
-       [](T& t, const ctx& c) {
-         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<dct_topk<10, 100>>>(t)};
-       }},
+       [](T& t, const ctx& c) { return dense_only<Ring, ErrorFeedback<dct_topk<10, 100>>>(t, c); }},
       {"dct-99-l1000", "DCT top-K 99 % sparsity, EF, threshold life-span 1000",
-       [](T& t, const ctx& c) {
-         return communication{pairwise<Identity, Identity>(t, c), allreduce<Ring, ErrorFeedback<dct_topk<10, 1000>>>(t)};
-       }},
+       [](T& t, const ctx& c) { return dense_only<Ring, ErrorFeedback<dct_topk<10, 1000>>>(t, c); }},
   };
 }
 

@@ -3,15 +3,25 @@
 // averaged over seeds), bytes per iteration and the time split. docs/dlrm.md has the runs.
 //
 //   zcoll-dlrm [--task criteo|movielens] [--data FILE] [--ranks N] [--steps S] [--batch B]
-//              [--seeds 1,2,3,4] [--configs fp32,int4-int2,...|all] [--global-eb X] [--list]
+//              [--seeds 1,2,3,4] [--configs fp32,int4-int2,...|all] [--global-eb X]
+//              [--large-below X] [--small-above X] [--list]
 //   mpirun -n 4 zcoll-dlrm --mpi ...        (one rank per process over transport::Mpi)
+//   zcoll-dlrm --lookup [--ranks N] [--steps S] [--batch B] [--seeds 1]
+//
+// --lookup compares FusedRec's fused lookup with per-category lookups (zcoll::embedding::FusedLookup,
+// lookup_config::fuse true and false) on the Criteo-like ids, row-wise sharded: each rank looks up its
+// B / N samples' ids of the 26 categories (one spec: one fused group), runs forward and backward, and
+// checks that both give the same rows bit for bit at every step; it prints all-to-all rounds, bytes and
+// message sizes, and the median time of plan + forward + backward of each, measured alternately.
 //
 // The table-wise configurations take their bounds from the offline analysis (Algorithm 1) of the FP32
 // run of the same seed: each table's homogenization index on the rows it looks up for 1024 test samples
-// at the end of that run, classes split at the tertiles of the indices, bounds global x 5/3, global,
-// global / 3 (the paper's 0.05 / 0.03 / 0.01 ratios); the decay adds a step decay from 2x over the first
-// third of the steps in 3 stairs (the paper's Decay_2x).
+// at the end of that run, measured at the global bound; an index below --large-below (0.05) is a large
+// bound (global x 5/3), above --small-above (0.5) a small one (global / 3), the paper's 0.05 / 0.03 / 0.01
+// ratios; the decay adds a step decay from 2x over the first third of the steps in 3 stairs (the paper's
+// Decay_2x).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +41,7 @@
 #endif
 
 #include "configurations.hpp"
+#include "zcoll/embedding/fused_lookup.hpp"
 #include "trainer.hpp"
 #include "zcoll/adapt/adaptive_config.hpp"
 #include "zcoll/transport/local.hpp"
@@ -44,7 +55,9 @@ struct study_options {
   std::vector<std::uint64_t> seeds{1, 2, 3, 4};
   std::vector<std::string> configs;  // empty: all
   double global_eb = 0.01;
+  double large_below = 0.05, small_above = 0.5;
   bool mpi = false;
+  bool lookup = false;
   dlrm::train_options train;
   std::size_t analysis_samples = 1024;
 };
@@ -104,13 +117,9 @@ void analyse(zcoll::transport::AnyTransport& t, dlrm::trainer& fp32, const study
       samples.push_back({table, std::span<const float>(all).subspan(at, per_table), o.train.dim});
     }
   }
-  std::vector<double> indices;
-  for (const auto& s : samples) indices.push_back(zcoll::adapt::homogenization_of(s.vectors, s.dim, o.global_eb).index());
-  std::sort(indices.begin(), indices.end());
-  const double low = indices[indices.size() / 3], high = indices[indices.size() * 2 / 3];
   const zcoll::adapt::table_classifier uniform{.global_bound = o.global_eb, .large_below = 0.0, .small_above = 1.0};
   const zcoll::adapt::table_classifier tablewise{
-      .global_bound = o.global_eb, .alpha = 5.0 / 3.0, .beta = 3.0, .large_below = low, .small_above = std::max(low, high)};
+      .global_bound = o.global_eb, .alpha = 5.0 / 3.0, .beta = 3.0, .large_below = o.large_below, .small_above = o.small_above};
   const zcoll::adapt::error_bound_schedule none{};
   const zcoll::adapt::error_bound_schedule decay{.shape = zcoll::adapt::decay_shape::step,
                                                 .initial_factor = 2.0,
@@ -120,6 +129,14 @@ void analyse(zcoll::transport::AnyTransport& t, dlrm::trainer& fp32, const study
   ctx.fixed = zcoll::adapt::offline_analysis<float>(view, uniform, none);
   ctx.tablewise = zcoll::adapt::offline_analysis<float>(view, tablewise, none);
   ctx.tablewise_decay = zcoll::adapt::offline_analysis<float>(view, tablewise, decay);
+  if (t.rank() == 0) {
+    std::fprintf(stderr, "offline analysis (index thresholds %g / %g):", o.large_below, o.small_above);
+    for (const auto& table : ctx.tablewise.tables) {
+      std::fprintf(stderr, " t%llu=%.3f:%s", static_cast<unsigned long long>(table.table), table.homogenization_index,
+                   zcoll::adapt::to_string(table.bound_class_of_table));
+    }
+    std::fprintf(stderr, "\n");
+  }
 }
 
 /// One run's numbers, as rank 0 reports them (traffic and times averaged over the ranks).
@@ -128,6 +145,16 @@ struct run_numbers {
   double forward_bytes = 0, backward_bytes = 0, allreduce_bytes = 0;        // per iteration, per rank
   double forward_raw = 0, backward_raw = 0, allreduce_raw = 0;
   double step_s = 0, compress_s = 0, communicate_s = 0;                     // per iteration
+
+  /// this += weight x r, field by field (means over seeds).
+  void add(const run_numbers& r, double weight) {
+    static constexpr std::array fields{&run_numbers::accuracy,      &run_numbers::auc,            &run_numbers::log_loss,
+                                       &run_numbers::final_loss,    &run_numbers::forward_bytes,  &run_numbers::backward_bytes,
+                                       &run_numbers::allreduce_bytes, &run_numbers::forward_raw,  &run_numbers::backward_raw,
+                                       &run_numbers::allreduce_raw, &run_numbers::step_s,         &run_numbers::compress_s,
+                                       &run_numbers::communicate_s};
+    for (auto field : fields) this->*field += weight * r.*field;
+  }
 };
 
 run_numbers numbers_of(zcoll::transport::AnyTransport& t, const dlrm::train_result& r, std::size_t steps) {
@@ -202,18 +229,7 @@ void print_table(const study_options& o, const std::vector<dlrm::configuration>&
     double d_acc = 0, d_auc = 0, d_ll = 0, d_acc_min = 1e9, d_acc_max = -1e9;
     for (std::size_t i = 0; i < runs.size(); ++i) {
       const auto& r = runs[i];
-      mean.accuracy += r.accuracy / n;
-      mean.auc += r.auc / n;
-      mean.log_loss += r.log_loss / n;
-      mean.forward_bytes += r.forward_bytes / n;
-      mean.backward_bytes += r.backward_bytes / n;
-      mean.allreduce_bytes += r.allreduce_bytes / n;
-      mean.forward_raw += r.forward_raw / n;
-      mean.backward_raw += r.backward_raw / n;
-      mean.allreduce_raw += r.allreduce_raw / n;
-      mean.step_s += r.step_s / n;
-      mean.compress_s += r.compress_s / n;
-      mean.communicate_s += r.communicate_s / n;
+      mean.add(r, 1.0 / n);
       const double d = r.accuracy - base[i].accuracy;
       d_acc += d / n;
       d_acc_min = std::min(d_acc_min, d);
@@ -254,10 +270,84 @@ study_options parse(int argc, char** argv) {
     } else if (a == "--global-eb") o.global_eb = std::stod(value());
     else if (a == "--lr") o.train.dense_learning_rate = o.train.embedding_learning_rate = std::stod(value());
     else if (a == "--mpi") o.mpi = true;
+    else if (a == "--lookup") o.lookup = true;
     else throw std::invalid_argument("unknown option " + a + " (see the comment at the top of dlrm_study.cpp)");
   }
   if (o.seeds.empty()) throw std::invalid_argument("--seeds: give at least one seed");
   return o;
+}
+
+/// The --lookup comparison on this rank; prints from rank 0.
+void run_lookup_study(zcoll::transport::AnyTransport& t, const study_options& o) {
+  namespace emb = zcoll::embedding;
+  const auto p = static_cast<std::size_t>(t.size());
+  const std::size_t local = o.train.global_batch / p;
+  dlrm::criteo_like data({.seed = o.seeds.front()});
+  const std::size_t categories = data.table_rows().size();
+  const std::vector<emb::embedding_spec> specs(
+      categories, {.dim = o.train.dim, .optimizer = {.learning_rate = 0.05}, .initializer = {.scale = 0.05, .seed = 3}});
+  emb::FusedLookup<> fused{t.split(0, t.rank()), specs, {.fuse = true}};
+  emb::FusedLookup<> separate{t.split(0, t.rank()), specs, {.fuse = false}};
+  struct side {
+    std::vector<double> seconds;
+    emb::lookup_stats plan, forward, backward;
+  } f, s;
+  std::vector<float> dense(data.dense_features());
+  std::vector<std::uint64_t> sample_ids(categories);
+  std::size_t mismatches = 0;
+  for (std::size_t step = 0; step < o.train.steps; ++step) {
+    // This rank's ids, category after category.
+    std::vector<std::vector<std::uint64_t>> per_category(categories);
+    for (std::size_t i = 0; i < local; ++i) {
+      data.train_sample(step * o.train.global_batch + static_cast<std::size_t>(t.rank()) * local + i, dense, sample_ids, nullptr);
+      for (std::size_t c = 0; c < categories; ++c) per_category[c].push_back(sample_ids[c]);
+    }
+    std::vector<std::uint64_t> ids;
+    std::vector<std::size_t> offsets{0};
+    for (const auto& c : per_category) {
+      ids.insert(ids.end(), c.begin(), c.end());
+      offsets.push_back(ids.size());
+    }
+    std::vector<std::vector<float>> rows(2);
+    for (int k = 0; k < 2; ++k) {
+      const bool fused_first = step % 2 == 0;  // alternate which goes first
+      const bool use_fused = (k == 0) == fused_first;
+      auto& lookup = use_fused ? fused : separate;
+      auto& record = use_fused ? f : s;
+      const auto start = std::chrono::steady_clock::now();
+      const auto plan = lookup.plan({ids, offsets});
+      record.plan = lookup.last_stats();
+      auto& out = rows[use_fused ? 0 : 1];
+      out.resize(plan.values());
+      lookup.forward(plan, out);
+      record.forward = lookup.last_stats();
+      std::vector<float> gradients(out.size());
+      for (std::size_t v = 0; v < gradients.size(); ++v) gradients[v] = 0.01f * std::sin(static_cast<float>(v + step));
+      lookup.backward(plan, gradients);
+      record.backward = lookup.last_stats();
+      record.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (rows[0] != rows[1]) ++mismatches;
+  }
+  const auto total_mismatches = sum_over_ranks(t, {static_cast<double>(mismatches)})[0];
+  if (t.rank() != 0) return;
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("fused vs per-category lookup: %zu ranks, %zu categories of dim %zu (one spec), %zu ids per category per rank, %zu steps\n\n",
+              p, categories, o.train.dim, local, o.train.steps);
+  std::printf("| lookup | all-to-alls per step | id bytes sent / step | row bytes sent (fwd + bwd) / step | mean row message (bytes) | median ms per step (plan + fwd + bwd) |\n|---|---|---|---|---|---|\n");
+  for (const auto* x : {&f, &s}) {
+    const std::size_t rounds = x->plan.alltoalls + x->forward.alltoalls + x->backward.alltoalls;
+    const std::size_t rows_bytes = x->forward.value_bytes_sent + x->backward.value_bytes_sent;
+    const double messages = static_cast<double>((x->forward.alltoalls + x->backward.alltoalls) * (p - 1));
+    std::printf("| %s | %zu | %zu | %zu | %.0f | %.3f |\n", x == &f ? "fused" : "per-category", rounds,
+                x->plan.key_bytes_sent, rows_bytes, messages > 0 ? static_cast<double>(rows_bytes) / messages : 0.0,
+                1e3 * median(x->seconds));
+  }
+  std::printf("\nrank 0's traffic; rows identical at every step on every rank: %s\n", total_mismatches == 0 ? "yes" : "NO");
+  if (total_mismatches != 0) throw std::runtime_error("fused and per-category lookups gave different rows");
 }
 
 std::vector<dlrm::configuration> choose(const study_options& o) {
@@ -284,6 +374,23 @@ int main(int argc, char** argv) {
       }
     }
     study_options o = parse(argc, argv);
+    if (o.lookup) {
+      if (o.mpi) {
+#ifdef ZCOLL_DLRM_WITH_MPI
+        boost::mpi::environment environment(argc, argv);
+        zcoll::transport::AnyTransport t{zcoll::transport::Mpi{boost::mpi::communicator{}}};
+        run_lookup_study(t, o);
+#else
+        throw std::invalid_argument("--mpi: this build has no Boost.MPI");
+#endif
+      } else {
+        zcoll::transport::run_local(o.ranks, [&](zcoll::transport::Local& local) {
+          zcoll::transport::AnyTransport t{local};
+          run_lookup_study(t, o);
+        });
+      }
+      return 0;
+    }
     const auto chosen = choose(o);
     std::map<std::string, std::vector<run_numbers>> results;
     if (o.mpi) {

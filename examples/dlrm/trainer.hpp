@@ -43,7 +43,9 @@ struct train_options {
   std::size_t dim = 16;
   double dense_learning_rate = 0.1;
   double embedding_learning_rate = 0.1;
-  double embedding_init_scale = 0.05;  ///< rows start uniform in [-scale, scale]
+  /// Rows start uniform in [-scale, scale]; 0 takes the DLRM reference's 1 / sqrt(rows) per table, so
+  /// the rows of large tables start near 0 (and those of rare ids stay there).
+  double embedding_init_scale = 0.0;
   std::uint64_t model_seed = 7;
   std::size_t loss_every = 10;  ///< record the global training loss every this many steps
 };
@@ -105,7 +107,9 @@ class trainer {
     for (std::size_t table = me_; table < tables_; table += ranks_) {
       owned_.push_back(table);
       std::mt19937_64 rng(zcoll::embedding::mix64(o_.model_seed ^ (0x7ab1e + table)));
-      std::uniform_real_distribution<float> u(static_cast<float>(-o_.embedding_init_scale), static_cast<float>(o_.embedding_init_scale));
+      const double scale = o_.embedding_init_scale > 0.0 ? o_.embedding_init_scale
+                                                         : 1.0 / std::sqrt(static_cast<double>(data.table_rows()[table]));
+      std::uniform_real_distribution<float> u(static_cast<float>(-scale), static_cast<float>(scale));
       std::vector<float> rows(data.table_rows()[table] * o_.dim);
       for (auto& v : rows) v = u(rng);
       tables_rows_.push_back(std::move(rows));

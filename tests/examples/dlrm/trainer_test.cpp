@@ -17,7 +17,7 @@ dlrm::train_result train_fp32(int ranks, dlrm::train_options options) {
     zcoll::transport::AnyTransport t{local};
     dlrm::criteo_like data({.seed = 5, .test_samples = 2048});
     const dlrm::configuration_context ctx{};
-    auto comm = dlrm::configurations().front().make(t, ctx);  // fp32
+    auto comm = dlrm::dense_only<zcoll::Ring, zcoll::Identity>(t, ctx);  // fp32, as zcoll-dlrm's "fp32"
     dlrm::trainer trainer(t, data, options, std::move(comm.exchange), std::move(comm.allreduce));
     auto mine = trainer.train();
     if (t.rank() == 0) result = std::move(mine);
