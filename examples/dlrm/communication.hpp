@@ -1,7 +1,7 @@
 #pragma once
 // How the DLRM example's three collectives travel: the forward all-to-all of pooled embeddings, the
 // backward all-to-all of their gradients, and the allreduce of the dense gradients. Each is an object
-// chosen at run time by configuration name (study.hpp); each wraps a zcoll collective whose schedule and
+// chosen at run time by configuration name (configurations.hpp); each wraps a zcoll collective whose schedule and
 // codec are fixed at compile time, and records what it moved and how long it took.
 #include <chrono>
 #include <cstddef>

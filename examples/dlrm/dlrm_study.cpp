@@ -268,12 +268,15 @@ study_options parse(int argc, char** argv) {
       const std::string v = value();
       if (v != "all") o.configs = split_list(v);
     } else if (a == "--global-eb") o.global_eb = std::stod(value());
+    else if (a == "--large-below") o.large_below = std::stod(value());
+    else if (a == "--small-above") o.small_above = std::stod(value());
     else if (a == "--lr") o.train.dense_learning_rate = o.train.embedding_learning_rate = std::stod(value());
     else if (a == "--mpi") o.mpi = true;
     else if (a == "--lookup") o.lookup = true;
     else throw std::invalid_argument("unknown option " + a + " (see the comment at the top of dlrm_study.cpp)");
   }
   if (o.seeds.empty()) throw std::invalid_argument("--seeds: give at least one seed");
+  if (o.train.steps == 0) throw std::invalid_argument("--steps: give at least 1");
   return o;
 }
 
@@ -281,6 +284,10 @@ study_options parse(int argc, char** argv) {
 void run_lookup_study(zcoll::transport::AnyTransport& t, const study_options& o) {
   namespace emb = zcoll::embedding;
   const auto p = static_cast<std::size_t>(t.size());
+  if (o.train.global_batch == 0 || o.train.global_batch % p != 0) {
+    throw std::invalid_argument("--batch " + std::to_string(o.train.global_batch) + " must be a positive multiple of the " +
+                                std::to_string(p) + " ranks");
+  }
   const std::size_t local = o.train.global_batch / p;
   dlrm::criteo_like data({.seed = o.seeds.front()});
   const std::size_t categories = data.table_rows().size();

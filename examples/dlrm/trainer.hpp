@@ -98,6 +98,7 @@ class trainer {
         top_({interaction_.out(), 64, 1}, options.model_seed + 1, false),
         exchange_(std::move(exchange)),
         reduction_(std::move(reduction)) {
+    if (o_.loss_every == 0) throw std::invalid_argument("train_options: loss_every must be at least 1");
     if (o_.global_batch == 0 || o_.global_batch % ranks_ != 0) {
       throw std::invalid_argument("train_options: global_batch " + std::to_string(o_.global_batch) +
                                   " must be a positive multiple of the " + std::to_string(ranks_) + " ranks");

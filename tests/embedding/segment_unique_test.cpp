@@ -131,7 +131,21 @@ TEST_CASE("rankwise_sort: keys grouped by owner, segment order kept, I_s inverts
     const auto unique = emb::segment_unique(g.ids, g.offsets);
     const auto route = emb::rankwise_sort(unique.keys, unique.key_offsets, ranks);
     REQUIRE(route.sorted_ids.size() == unique.keys.size());
-    for (std::size_t k = 0; k < unique.keys.size(); ++k) REQUIRE(route.sorted_ids[route.position[k]] == unique.keys[k]);
+    // I_s is a permutation that puts key k of segment s into the cell (owner of k, s).
+    std::vector<std::size_t> cell_start(route.counts.size() + 1, 0);
+    for (std::size_t c = 0; c < route.counts.size(); ++c) cell_start[c + 1] = cell_start[c] + route.counts[c];
+    std::vector<bool> taken(unique.keys.size(), false);
+    for (std::size_t s = 0; s < unique.segments(); ++s) {
+      for (std::size_t k = unique.key_offsets[s]; k < unique.key_offsets[s + 1]; ++k) {
+        const std::size_t at = route.position[k];
+        const std::size_t cell = static_cast<std::size_t>(emb::owner_of(unique.keys[k], ranks)) * unique.segments() + s;
+        REQUIRE(!taken[at]);
+        taken[at] = true;
+        REQUIRE(at >= cell_start[cell]);
+        REQUIRE(at < cell_start[cell + 1]);
+        REQUIRE(route.sorted_ids[at] == unique.keys[k]);
+      }
+    }
     // Walk the cells (destination, segment) in order: each holds that segment's keys owned by that
     // destination, in unique order.
     std::size_t at = 0;
@@ -151,9 +165,10 @@ TEST_CASE("rankwise_sort: keys grouped by owner, segment order kept, I_s inverts
     CHECK(at == unique.keys.size());
   }
   CHECK_THROWS_AS(emb::rankwise_sort(std::vector<std::uint64_t>{}, std::vector<std::size_t>{0}, 0), zcoll::argument_error);
+  CHECK_THROWS_AS(emb::rankwise_sort(std::vector<std::uint64_t>{1}, std::vector<std::size_t>{}, 2), zcoll::argument_error);
 }
 
-TEST_CASE("owner_of: equal ids meet at one owner; ids spread over the ranks", "[embedding][routing]") {
+TEST_CASE("owner_of: consecutive ids spread evenly over the ranks", "[embedding][routing]") {
   std::vector<std::size_t> per_rank(7, 0);
   for (std::uint64_t id = 0; id < 70000; ++id) ++per_rank[static_cast<std::size_t>(emb::owner_of(id, 7))];
   for (std::size_t n : per_rank) CHECK((n > 9000 && n < 11000));

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "zcoll/codec/presets.hpp"
@@ -88,4 +89,34 @@ TEST_CASE("TableWiseAlltoall: segment lists that do not fit are refused, naming 
     CHECK_THROWS_WITH(a2a.exchange(in, short_of_values, out, short_of_values, one_bound),
                       Catch::Contains("in has 4 values, send_segments hold 3"));
   });
+}
+
+TEST_CASE("TableWiseAlltoall: a peer whose segments disagree is a format_error on the receiver, nobody hangs",
+          "[embedding][table_alltoall]") {
+  const std::vector<double> two_bounds{1e-3, 1e-3};
+  // Rank 1 expects table 1 from rank 0, which sends table 0 (same length); then an extra empty segment.
+  for (const bool extra_segment : {false, true}) {
+    INFO("extra segment " << extra_segment);
+    std::vector<std::string> errors(2);
+    CHECK_NOTHROW(run_local(2, [&](Local& t) {
+      emb::TableWiseAlltoall<zcoll::FZLight> a2a{t, zcoll::codec_config{}};
+      const int me = t.rank();
+      std::vector<float> in(16, 1.0f), out(me == 0 ? 0 : 16);
+      std::vector<emb::table_segment> send, recv;
+      if (me == 0) send.push_back({1, 0, 16});
+      if (me == 1) {
+        recv.push_back({0, extra_segment ? 0u : 1u, 16});
+        if (extra_segment) recv.push_back({0, 1, 0});
+      }
+      if (me == 1) in.clear();
+      try {
+        a2a.exchange(in, send, out, recv, two_bounds);
+      } catch (const zcoll::format_error& e) {
+        errors[static_cast<std::size_t>(me)] = e.what();
+      }
+    }));
+    CHECK(errors[0].empty());
+    CHECK_THAT(errors[1], Catch::Contains(extra_segment ? "announced 1 segments for this rank, which expects 2"
+                                                        : "announced table 0 with"));
+  }
 }

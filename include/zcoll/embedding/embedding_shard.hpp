@@ -71,20 +71,21 @@ class embedding_shard {
   }
 
   std::span<const float> row(std::size_t category, std::size_t row) const {
-    const std::size_t dim = specs_.at(category).dim;
+    check_row("row", category, row);
+    const std::size_t dim = specs_[category].dim;
     return std::span<const float>(categories_[category].values).subspan(row * dim, dim);
   }
 
   /// The category's optimizer step on one row.
   void update(std::size_t category, std::size_t row, std::span<const float> gradient) {
-    check_category("update", category);
+    check_row("update", category, row);
     const std::size_t dim = specs_[category].dim;
     if (gradient.size() != dim) {
       throw argument_error("embedding_shard::update: gradient has " + std::to_string(gradient.size()) +
                            " values, category " + std::to_string(category) + " has dim " + std::to_string(dim));
     }
     auto& c = categories_[category];
-    apply_update(specs_[category].optimizer, std::span<float>(c.values).subspan(row * dim, dim), c.accumulators.at(row),
+    apply_update(specs_[category].optimizer, std::span<float>(c.values).subspan(row * dim, dim), c.accumulators[row],
                  gradient);
   }
 
@@ -99,6 +100,14 @@ class embedding_shard {
     if (category >= specs_.size()) {
       throw argument_error(std::string("embedding_shard::") + call + ": category " + std::to_string(category) +
                            " is not below the " + std::to_string(specs_.size()) + " categories");
+    }
+  }
+
+  void check_row(const char* call, std::size_t category, std::size_t row) const {
+    check_category(call, category);
+    if (row >= rows(category)) {
+      throw argument_error(std::string("embedding_shard::") + call + ": row " + std::to_string(row) + " of category " +
+                           std::to_string(category) + " is not below its " + std::to_string(rows(category)) + " rows");
     }
   }
 

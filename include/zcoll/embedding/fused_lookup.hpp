@@ -24,12 +24,19 @@
 ///     category's optimizer once per row.
 /// The plan (keys, indices, counts) is made once per batch and serves forward and backward. With
 /// lookup_config::fuse false every category is its own group: the per-category lookup of the frameworks
-/// FusedRec compares with, one set of all-to-alls per category; results are bit for bit the same.
+/// FusedRec compares with, one set of all-to-alls per category; with an exact codec (Identity, the
+/// default) the results are bit for bit the same (a lossy codec compresses blocks that span several
+/// categories when fused, so its errors differ, each within the bound).
 ///
 /// Every call is collective: every rank of the transport makes it, with its own batch. The
 /// constructor splits the transport once per group (the all-to-alls of different groups cannot mix).
+/// Damaged input from a peer (a count above lookup_config::max_keys_from_peer or that overflows, an id
+/// this rank does not own) is a format_error on the rank that receives it; there is no verify mode
+/// (collective_config::verify applies to the row all-to-alls only), so the other ranks learn of it
+/// only when their next exchange with that rank fails (transport::Local aborts them at once).
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -64,6 +71,8 @@ struct lookup_config {
   /// whole: row-wise codecs quantize them, EmbeddingLZ matches them).
   collective_config embeddings = {};
   bool fuse = true;  ///< false: one group per category (the per-category baseline)
+  /// The most keys a peer may announce for one group: a damaged count cannot make a rank allocate more.
+  std::size_t max_keys_from_peer = std::size_t{1} << 30;
 };
 
 /// What the last plan, forward or backward did on this rank.
@@ -92,6 +101,7 @@ struct lookup_plan {
   std::vector<group> groups;
   std::vector<std::size_t> value_offsets;  ///< category c's rows: values [value_offsets[c], value_offsets[c + 1]) of forward's out
   int ranks = 0;
+  std::uint64_t lookup = 0;  ///< which FusedLookup made it
 
   std::size_t values() const { return value_offsets.back(); }
 };
@@ -101,7 +111,7 @@ class FusedLookup {
  public:
   template <transport::byte_transport T>
   FusedLookup(T transport, std::vector<embedding_spec> specs, lookup_config config = {})
-      : keys_(std::move(transport)), shard_(specs), config_(config) {
+      : keys_(std::move(transport)), shard_(specs), config_(config), id_(next_id()) {
     groups_ = config.fuse ? group_by_spec(specs) : one_group_per_category(specs);
     for (const auto& g : groups_) {
       collective_config c = config.embeddings;
@@ -127,6 +137,7 @@ class FusedLookup {
     stats_ = {};
     lookup_plan plan;
     plan.ranks = size();
+    plan.lookup = id_;
     plan.value_offsets.assign(shard_.categories() + 1, 0);
     for (std::size_t c = 0; c < shard_.categories(); ++c) {
       plan.value_offsets[c + 1] = plan.value_offsets[c] + (batch.offsets[c + 1] - batch.offsets[c]) * shard_.spec(c).dim;
@@ -198,6 +209,10 @@ class FusedLookup {
   static constexpr int id_tag = 0x7e02;
 
   static double seconds_since(clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); }
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> counter{0};
+    return ++counter;
+  }
   static std::size_t total(std::span<const std::size_t> counts) {
     std::size_t n = 0;
     for (std::size_t c : counts) n += c;
@@ -234,7 +249,13 @@ class FusedLookup {
     for (std::size_t r = 0; r < p; ++r) {
       for (std::size_t s = 0; s < segments; ++s) {
         gp.send_rows[r] += route.counts[r * segments + s];
-        gp.recv_rows[r] += recv_counts[r * segments + s];
+        const std::size_t n = recv_counts[r * segments + s];
+        if (n > config_.max_keys_from_peer - gp.recv_rows[r]) {
+          throw format_error("FusedLookup::plan: rank " + std::to_string(r) + " announced more than " +
+                             std::to_string(config_.max_keys_from_peer) +
+                             " keys for this rank (lookup_config::max_keys_from_peer)");
+        }
+        gp.recv_rows[r] += n;
       }
     }
     std::vector<std::uint64_t> received(total(gp.recv_rows));
@@ -269,7 +290,7 @@ class FusedLookup {
   }
 
   void check_plan(const char* call, const lookup_plan& plan, const char* buffer, std::size_t size) const {
-    if (plan.ranks != this->size() || plan.groups.size() != groups_.size()) {
+    if (plan.lookup != id_ || plan.ranks != this->size() || plan.groups.size() != groups_.size()) {
       throw argument_error(std::string("FusedLookup::") + call + ": the plan was not made by this lookup's plan()");
     }
     if (size != plan.values()) {
@@ -303,6 +324,7 @@ class FusedLookup {
   std::vector<std::vector<std::size_t>> groups_;
   std::vector<std::pair<Compressed<Pairwise, Codec>, std::size_t>> values_;  // per group, with its dim
   lookup_stats stats_;
+  std::uint64_t id_;
 };
 
 }  // namespace zcoll::embedding

@@ -41,6 +41,10 @@ struct rankwise_route {
 inline rankwise_route rankwise_sort(std::span<const std::uint64_t> keys, std::span<const std::size_t> key_offsets,
                                     int ranks) {
   if (ranks < 1) throw argument_error("rankwise_sort: ranks " + std::to_string(ranks) + " must be at least 1");
+  if (key_offsets.empty() || key_offsets.back() != keys.size()) {
+    throw argument_error("rankwise_sort: key_offsets must end at keys.size() = " + std::to_string(keys.size()) +
+                         " (one entry per segment and one more, as segment_unique returns them)");
+  }
   rankwise_route r;
   r.segments = key_offsets.size() - 1;
   const std::size_t cells = static_cast<std::size_t>(ranks) * r.segments;

@@ -12,23 +12,28 @@
 ///
 /// A segment is {peer, table, values}: `in` holds the send segments one after another and `out` receives
 /// the recv segments likewise, both in non-decreasing peer order. Rank b's send segments for this rank
-/// must be this rank's recv segments from b, in the same order (a pair that disagrees is a transport or
-/// format error). bounds[table] is the table's absolute bound, the same on every rank (codecs that take
-/// no bound ignore it). Compressed<Pairwise, C>::alltoallv is the same exchange with one stream per
+/// must be this rank's recv segments from b, in the same order: each segment's table and stream size
+/// travel first, and a pair that disagrees (another count, another table, a size the codec cannot
+/// write) is a format_error on the receiving rank, raised after the exchange completes so that no rank
+/// is left waiting. bounds[table] is the table's absolute bound, finite and >= 0, the same on every rank
+/// (codecs that take no bound ignore it). A codec is kept per distinct bound while some table has it. Compressed<Pairwise, C>::alltoallv is the same exchange with one stream per
 /// destination and one bound for all.
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <span>
 #include <string>
+#include <iterator>
 #include <utility>
 #include <vector>
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/concepts.hpp"
+#include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/error_bound.hpp"
 #include "zcoll/core/exec.hpp"
@@ -68,16 +73,18 @@ class TableWiseAlltoall {
                 std::span<const table_segment> recv_segments, std::span<const double> bounds) {
     const auto p = static_cast<std::size_t>(size());
     const auto me = rank();
+    check_bounds(bounds);
     check_segments("send_segments", send_segments, "in", in.size(), bounds.size());
     check_segments("recv_segments", recv_segments, "out", out.size(), bounds.size());
+    check_own(send_segments, recv_segments);
     report_ = {};
     using clock = std::chrono::steady_clock;
     const auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
 
     // Compress every other peer's segments into one buffer, peer after peer; keep this rank's own.
     auto start = clock::now();
-    std::vector<std::uint64_t> stream_bytes;  // one per segment sent to another rank
-    std::vector<std::size_t> sizes_to(p, 0), bytes_to(p, 0);
+    std::vector<std::uint64_t> words;  // per segment sent to another rank: its table, its stream's bytes
+    std::vector<std::size_t> segments_to(p, 0), words_to(p, 0), bytes_to(p, 0);
     std::vector<std::byte> send;
     std::vector<float> own;
     std::size_t at = 0;
@@ -97,75 +104,142 @@ class TableWiseAlltoall {
         send.resize(offset + written);
         report_.raw_bytes_sent += s.values * sizeof(float);
       }
-      stream_bytes.push_back(written);
-      ++sizes_to[static_cast<std::size_t>(s.peer)];
-      bytes_to[static_cast<std::size_t>(s.peer)] += written;
+      words.insert(words.end(), {std::uint64_t{s.table}, std::uint64_t{written}});
+      const auto peer = static_cast<std::size_t>(s.peer);
+      ++segments_to[peer];
+      words_to[peer] += 2;
+      bytes_to[peer] += written;
     }
     report_.compress_s = since(start);
 
-    // Sizes (one word per segment), then the streams.
+    // Segment counts (one word to every peer, always), then the words the peers announced, then the
+    // streams. Every receive follows what the peer said it sends, so the messages always match; what
+    // disagrees with this rank's recv_segments is held and raised after the exchange, so that no peer
+    // waits for a message this rank never posts.
     start = clock::now();
-    std::vector<std::size_t> sizes_from(p, 0);
-    for (const table_segment& s : recv_segments) {
-      if (s.peer != me) ++sizes_from[static_cast<std::size_t>(s.peer)];
+    const std::vector<std::size_t> announced = transport::exchange_counts(transport_, segments_to, 1, count_tag);
+    std::vector<std::size_t> words_from(p, 0);
+    for (std::size_t r = 0; r < p; ++r) {
+      if (r != static_cast<std::size_t>(me)) words_from[r] = checked_add(announced[r], announced[r], "TableWiseAlltoall", "segment words");
     }
-    std::vector<std::uint64_t> recv_bytes(recv_segments.size() - count_from(recv_segments, me));
-    transport::alltoallv_exact<std::uint64_t>(transport_, stream_bytes, sizes_to, recv_bytes, sizes_from, size_tag);
-    std::vector<std::size_t> bytes_from(p, 0);
-    std::size_t word = 0;
-    for (const table_segment& s : recv_segments) {
-      if (s.peer == me) continue;
-      const std::uint64_t b = recv_bytes[word++];
-      const std::size_t largest = s.values == 0 ? 0 : codec_for(bounds[s.table]).template max_compressed_size<float>(s.values);
-      if (b > largest || (s.values > 0 && b == 0)) {
-        throw format_error("TableWiseAlltoall: rank " + std::to_string(s.peer) + " announced " + std::to_string(b) +
-                           " bytes for table " + std::to_string(s.table) + " (" + std::to_string(s.values) +
-                           " values); its codec writes between 1 and " + std::to_string(largest));
-      }
-      bytes_from[static_cast<std::size_t>(s.peer)] += static_cast<std::size_t>(b);
-    }
+    std::vector<std::uint64_t> received_words(total(words_from));
+    transport::alltoallv_exact<std::uint64_t>(transport_, words, words_to, received_words, words_from, size_tag);
+    std::string fault;
+    const std::vector<std::size_t> bytes_from = check_announced(recv_segments, bounds, announced, received_words, fault);
     std::vector<std::byte> received(total(bytes_from));
     transport::alltoallv_exact<std::byte>(transport_, send, bytes_to, received, bytes_from, data_tag);
     report_.communicate_s = since(start);
-    report_.bytes_sent = send.size() + stream_bytes.size() * sizeof(std::uint64_t);
+    report_.bytes_sent = send.size() + (words.size() + p - 1) * sizeof(std::uint64_t);
+    if (!fault.empty()) throw format_error("TableWiseAlltoall: " + fault);
 
     // Decode every segment into place; this rank's own are copied.
     start = clock::now();
     std::size_t out_at = 0, byte_at = 0, own_at = 0;
-    word = 0;
+    std::vector<std::size_t> segment_of(p, 0), word_at(p, 0);
+    for (std::size_t r = 0, w = 0; r < p; ++r) {
+      word_at[r] = w;
+      w += words_from[r];
+    }
     for (const table_segment& s : recv_segments) {
       const auto target = out.subspan(out_at, s.values);
       out_at += s.values;
       if (s.peer == me) {
-        if (own_at + s.values > own.size()) {
-          throw argument_error("TableWiseAlltoall::exchange: this rank's recv_segments from itself hold more values than its "
-                               "send_segments to itself (" + std::to_string(own.size()) + ")");
-        }
         std::copy_n(own.begin() + static_cast<std::ptrdiff_t>(own_at), s.values, target.begin());
         own_at += s.values;
         continue;
       }
-      const auto b = static_cast<std::size_t>(recv_bytes[word++]);
+      const auto r = static_cast<std::size_t>(s.peer);
+      const auto b = static_cast<std::size_t>(received_words[word_at[r] + 2 * segment_of[r]++ + 1]);
       if (s.values > 0) codec_for(bounds[s.table]).decompress(exec_, std::span<const std::byte>(received).subspan(byte_at, b), target);
       byte_at += b;
     }
     report_.decompress_s = since(start);
+    forget_codecs_except(bounds);
   }
 
  private:
+  static constexpr int count_tag = 0x7e10;
   static constexpr int size_tag = 0x7e11;
   static constexpr int data_tag = 0x7e12;
 
   static std::size_t total(std::span<const std::size_t> counts) {
     std::size_t n = 0;
-    for (std::size_t c : counts) n += c;
+    for (std::size_t c : counts) n = checked_add(n, c, "TableWiseAlltoall", "total");
     return n;
   }
 
-  static std::size_t count_from(std::span<const table_segment> segments, int peer) {
-    std::size_t n = 0;
-    for (const table_segment& s : segments) n += s.peer == peer ? 1 : 0;
-    return n;
+  /// The stream bytes to receive from each peer, from what it announced (segment counts, then a table
+  /// and a size per segment). Each announced size is checked against this rank's recv_segments: the same
+  /// count, the same tables, at most the codec's largest stream for the values. A peer that disagrees
+  /// sets `fault` (the first is kept); its bytes are then received up to the largest it could
+  /// legitimately send, so a damaged size cannot make this rank allocate more than that (a receive of
+  /// another length than the message fails in the transport, on this rank).
+  std::vector<std::size_t> check_announced(std::span<const table_segment> recv_segments, std::span<const double> bounds,
+                                           std::span<const std::size_t> announced, std::span<const std::uint64_t> words,
+                                           std::string& fault) {
+    const auto p = static_cast<std::size_t>(size());
+    const auto me = static_cast<std::size_t>(rank());
+    std::vector<std::size_t> expected(p, 0), bytes_from(p, 0), largest_from(p, 0), word_at(p, 0);
+    for (std::size_t r = 0, w = 0; r < p; ++r) {
+      word_at[r] = w;
+      if (r != me) w += 2 * announced[r];
+    }
+    const auto hold = [&](const std::string& what) {
+      if (fault.empty()) fault = what;
+    };
+    for (const table_segment& s : recv_segments) {
+      const auto r = static_cast<std::size_t>(s.peer);
+      if (r == me) continue;
+      const std::size_t i = expected[r]++;
+      const std::size_t largest = s.values == 0 ? 0 : codec_for(bounds[s.table]).template max_compressed_size<float>(s.values);
+      largest_from[r] += largest;
+      if (i >= announced[r]) continue;  // the count differs: reported below
+      const std::uint64_t table = words[word_at[r] + 2 * i], bytes = words[word_at[r] + 2 * i + 1];
+      if (table != s.table || bytes > largest || (s.values > 0 && bytes == 0)) {
+        hold("rank " + std::to_string(r) + " announced table " + std::to_string(table) + " with " + std::to_string(bytes) +
+             " bytes as its segment " + std::to_string(i) + " for this rank, which expects table " + std::to_string(s.table) +
+             " (" + std::to_string(s.values) + " values, between 1 and " + std::to_string(largest) + " bytes)");
+      }
+      bytes_from[r] += static_cast<std::size_t>(std::min<std::uint64_t>(bytes, largest));
+    }
+    for (std::size_t r = 0; r < p; ++r) {
+      if (r == me || announced[r] == expected[r]) continue;
+      hold("rank " + std::to_string(r) + " announced " + std::to_string(announced[r]) + " segments for this rank, which expects " +
+           std::to_string(expected[r]));
+      // Its words cannot be matched to segments: take the bytes it announced, up to the largest legitimate.
+      std::uint64_t bytes = 0;
+      for (std::size_t i = 0; i < announced[r]; ++i) {
+        bytes = std::min<std::uint64_t>(bytes + std::min<std::uint64_t>(words[word_at[r] + 2 * i + 1], largest_from[r]),
+                                        largest_from[r]);
+      }
+      bytes_from[r] = static_cast<std::size_t>(bytes);
+    }
+    return bytes_from;
+  }
+
+  void check_bounds(std::span<const double> bounds) const {
+    for (std::size_t t = 0; t < bounds.size(); ++t) {
+      if (!(bounds[t] >= 0.0 && std::isfinite(bounds[t]))) {
+        throw argument_error("TableWiseAlltoall::exchange: bounds[" + std::to_string(t) + "] = " + std::to_string(bounds[t]) +
+                             " must be finite and >= 0");
+      }
+    }
+  }
+
+  /// This rank's segments to itself and from itself must be the same list (tables and lengths, in order).
+  void check_own(std::span<const table_segment> send_segments, std::span<const table_segment> recv_segments) const {
+    std::vector<std::pair<std::uint32_t, std::size_t>> sent, kept;
+    for (const table_segment& s : send_segments) {
+      if (s.peer == rank()) sent.emplace_back(s.table, s.values);
+    }
+    for (const table_segment& s : recv_segments) {
+      if (s.peer == rank()) kept.emplace_back(s.table, s.values);
+    }
+    if (sent != kept) {
+      throw argument_error("TableWiseAlltoall::exchange: the send_segments to this rank itself (" + std::to_string(sent.size()) +
+                           ") and its recv_segments from itself (" + std::to_string(kept.size()) +
+                           ") must name the same tables with the same lengths, in the same order");
+    }
   }
 
   void check_segments(const char* name, std::span<const table_segment> segments, const char* buffer, std::size_t values,
@@ -184,7 +258,7 @@ class TableWiseAlltoall {
                              std::to_string(tables) + " entries)");
       }
       previous = s.peer;
-      sum += s.values;
+      sum = checked_add(sum, s.values, "TableWiseAlltoall::exchange", name);
     }
     if (sum != values) {
       throw argument_error(std::string("TableWiseAlltoall::exchange: ") + buffer + " has " + std::to_string(values) +
@@ -202,6 +276,13 @@ class TableWiseAlltoall {
       found = codecs_.emplace(bound, Codec(c)).first;
     }
     return found->second;
+  }
+
+  /// Drops the codecs of bounds no table has any more (a decaying schedule makes new ones every stair).
+  void forget_codecs_except(std::span<const double> bounds) {
+    for (auto it = codecs_.begin(); it != codecs_.end();) {
+      it = std::find(bounds.begin(), bounds.end(), it->first) == bounds.end() ? codecs_.erase(it) : std::next(it);
+    }
   }
 
   std::span<std::byte> compress(const Codec& c, std::span<const float> values, std::span<std::byte> out, std::uint64_t table) {

@@ -3,7 +3,7 @@
 /// values no codec should touch (embedding ids, counts). Every rank calls it with the same tag; a pair of
 /// ranks exchanges one message in each direction, none when the count is 0.
 ///
-///     std::vector<std::size_t> recv_counts = zcoll::transport::exchange_counts(t, send_counts, tag);
+///     std::vector<std::size_t> recv_counts = zcoll::transport::exchange_counts(t, send_counts, 1, tag);
 ///     zcoll::transport::alltoallv_exact<std::uint64_t>(t, ids, send_counts, received, recv_counts, tag);
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/transport/concepts.hpp"
 
@@ -34,7 +35,7 @@ void alltoallv_exact(T& t, std::span<const Record> in, std::span<const std::size
                            " entries, not one per rank (" + std::to_string(p) + ")");
     }
     std::size_t total = 0;
-    for (std::size_t n : c) total += n;
+    for (std::size_t n : c) total = checked_add(total, n, "alltoallv_exact", counts);
     if (total != size) {
       throw argument_error(std::string("alltoallv_exact: ") + buffer + " has " + std::to_string(size) + " records, " +
                            counts + " sum to " + std::to_string(total));
