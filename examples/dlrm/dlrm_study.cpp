@@ -370,6 +370,30 @@ std::vector<dlrm::configuration> choose(const study_options& o) {
   return chosen;
 }
 
+/// Runs body(transport) on every rank: this process's rank of MPI_COMM_WORLD with --mpi, else o.ranks
+/// threads over transport::Local.
+template <class Body>
+void on_every_rank(study_options& o, int argc, char** argv, Body body) {
+  if (o.mpi) {
+#ifdef ZCOLL_DLRM_WITH_MPI
+    boost::mpi::environment environment(argc, argv);
+    boost::mpi::communicator world;
+    o.ranks = world.size();
+    zcoll::transport::AnyTransport t{zcoll::transport::Mpi{world}};
+    body(t);
+#else
+    (void)argc;
+    (void)argv;
+    throw std::invalid_argument("--mpi: this build has no Boost.MPI");
+#endif
+    return;
+  }
+  zcoll::transport::run_local(o.ranks, [&](zcoll::transport::Local& local) {
+    zcoll::transport::AnyTransport t{local};
+    body(t);
+  });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -382,42 +406,20 @@ int main(int argc, char** argv) {
     }
     study_options o = parse(argc, argv);
     if (o.lookup) {
-      if (o.mpi) {
-#ifdef ZCOLL_DLRM_WITH_MPI
-        boost::mpi::environment environment(argc, argv);
-        zcoll::transport::AnyTransport t{zcoll::transport::Mpi{boost::mpi::communicator{}}};
-        run_lookup_study(t, o);
-#else
-        throw std::invalid_argument("--mpi: this build has no Boost.MPI");
-#endif
-      } else {
-        zcoll::transport::run_local(o.ranks, [&](zcoll::transport::Local& local) {
-          zcoll::transport::AnyTransport t{local};
-          run_lookup_study(t, o);
-        });
-      }
+      on_every_rank(o, argc, argv, [&](zcoll::transport::AnyTransport& t) { run_lookup_study(t, o); });
       return 0;
     }
     const auto chosen = choose(o);
     std::map<std::string, std::vector<run_numbers>> results;
-    if (o.mpi) {
-#ifdef ZCOLL_DLRM_WITH_MPI
-      boost::mpi::environment environment(argc, argv);
-      boost::mpi::communicator world;
-      o.ranks = world.size();
-      zcoll::transport::AnyTransport t{zcoll::transport::Mpi{world}};
-      results = run_study(t, o, chosen);
-      if (world.rank() != 0) return 0;
-#else
-      throw std::invalid_argument("--mpi: this build has no Boost.MPI");
-#endif
-    } else {
-      zcoll::transport::run_local(o.ranks, [&](zcoll::transport::Local& local) {
-        zcoll::transport::AnyTransport t{local};
-        auto mine = run_study(t, o, chosen);
-        if (t.rank() == 0) results = std::move(mine);
-      });
-    }
+    bool printer = false;  // rank 0 (of MPI, or the process running the Local ranks) prints
+    on_every_rank(o, argc, argv, [&](zcoll::transport::AnyTransport& t) {
+      auto mine = run_study(t, o, chosen);
+      if (t.rank() == 0) {
+        results = std::move(mine);
+        printer = true;
+      }
+    });
+    if (!printer) return 0;
     print_table(o, chosen, results);
     return 0;
   } catch (const std::exception& e) {
