@@ -15,6 +15,7 @@
 #include "zcoll/embedding/table_alltoall.hpp"
 #include "zcoll/schedule/pairwise.hpp"
 #include "zcoll/transport/any.hpp"
+#include "zcoll/transport/exchange.hpp"
 
 namespace dlrm {
 
@@ -59,6 +60,17 @@ class gradient_allreduce {
   virtual void allreduce(std::span<float> gradients) = 0;
   traffic allreduce_traffic;
 };
+
+/// Every rank's vector of doubles summed element-wise, in rank order (exact: losses, metrics, traffic).
+inline std::vector<double> sum_over_ranks(zcoll::transport::AnyTransport& t, std::span<const double> mine, int tag) {
+  const auto p = static_cast<std::size_t>(t.size());
+  std::vector<double> all(mine.size() * p), sum(mine.size(), 0.0);
+  zcoll::transport::allgather_exact<double>(t, mine, all, tag);
+  for (std::size_t r = 0; r < p; ++r) {
+    for (std::size_t i = 0; i < mine.size(); ++i) sum[i] += all[r * mine.size() + i];
+  }
+  return sum;
+}
 
 /// Values per peer of a segment list.
 inline std::vector<std::size_t> per_peer(std::span<const table_segment> segments, int ranks) {

@@ -80,20 +80,6 @@ std::unique_ptr<dlrm::task> make_task(const study_options& o, std::uint64_t seed
   throw std::invalid_argument("--task " + o.task + ": expected criteo or movielens");
 }
 
-/// Every rank's vector of doubles summed element-wise, in rank order (exact).
-std::vector<double> sum_over_ranks(zcoll::transport::AnyTransport& t, const std::vector<double>& mine) {
-  const auto p = static_cast<std::size_t>(t.size());
-  std::vector<double> out, in(mine.size() * p);
-  for (std::size_t r = 0; r < p; ++r) out.insert(out.end(), mine.begin(), mine.end());
-  const std::vector<std::size_t> counts(p, mine.size());
-  zcoll::transport::alltoallv_exact<double>(t, out, counts, in, counts, 0x5d01);
-  std::vector<double> sum(mine.size(), 0.0);
-  for (std::size_t r = 0; r < p; ++r) {
-    for (std::size_t i = 0; i < mine.size(); ++i) sum[i] += in[r * mine.size() + i];
-  }
-  return sum;
-}
-
 /// The bounds of the hybrid configurations from the FP32 run's tables: every rank's sampled rows go to
 /// every rank, and each runs the same analysis (its bounds depend only on the rows).
 void analyse(zcoll::transport::AnyTransport& t, dlrm::trainer& fp32, const study_options& o, std::size_t tables,
@@ -164,7 +150,7 @@ run_numbers numbers_of(zcoll::transport::AnyTransport& t, const dlrm::train_resu
                                  static_cast<double>(r.backward.raw_bytes), static_cast<double>(r.allreduce.raw_bytes),
                                  r.step_s, r.forward.compress_s + r.backward.compress_s + r.allreduce.compress_s,
                                  r.forward.communicate_s + r.backward.communicate_s + r.allreduce.communicate_s};
-  const auto sum = sum_over_ranks(t, mine);
+  const auto sum = dlrm::sum_over_ranks(t, mine, 0x5d01);
   const double ranks = t.size();
   run_numbers x;
   x.accuracy = r.test_accuracy;
@@ -336,7 +322,8 @@ void run_lookup_study(zcoll::transport::AnyTransport& t, const study_options& o)
     }
     if (rows[0] != rows[1]) ++mismatches;
   }
-  const auto total_mismatches = sum_over_ranks(t, {static_cast<double>(mismatches)})[0];
+  const double mine_mismatches = static_cast<double>(mismatches);
+  const auto total_mismatches = dlrm::sum_over_ranks(t, std::span<const double>(&mine_mismatches, 1), 0x5d01)[0];
   if (t.rank() != 0) return;
   const auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());

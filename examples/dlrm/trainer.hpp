@@ -288,14 +288,7 @@ class trainer {
   }
 
   /// The sum over ranks of one double each (exact, rank order).
-  double global_sum(double mine) {
-    std::vector<double> out(ranks_, mine), in(ranks_);
-    const std::vector<std::size_t> ones(ranks_, 1);
-    zcoll::transport::alltoallv_exact<double>(t_, out, ones, in, ones, metric_tag);
-    double sum = 0.0;
-    for (double v : in) sum += v;
-    return sum;
-  }
+  double global_sum(double mine) { return sum_over_ranks(t_, std::span<const double>(&mine, 1), metric_tag)[0]; }
 
   /// Test accuracy, AUC and log loss over the test set (samples beyond a multiple of the global batch
   /// are left out), forward only, exact all-to-alls.
@@ -323,10 +316,8 @@ class trainer {
       mine[2 * i] = scores[i];
       mine[2 * i + 1] = labels[i];
     }
-    std::vector<double> out, all(mine.size() * ranks_);
-    for (std::size_t r = 0; r < ranks_; ++r) out.insert(out.end(), mine.begin(), mine.end());
-    const std::vector<std::size_t> counts(ranks_, mine.size());
-    zcoll::transport::alltoallv_exact<double>(t_, out, counts, all, counts, metric_tag);
+    std::vector<double> all(mine.size() * ranks_);
+    zcoll::transport::allgather_exact<double>(t_, mine, all, metric_tag);
     std::vector<double> all_scores;
     std::vector<float> all_labels;
     double correct = 0, log_loss = 0;

@@ -33,4 +33,12 @@ inline std::size_t checked_add(std::size_t a, std::size_t b, const char* call, c
   return sum;
 }
 
+/// The sum of `counts`, likewise (per-rank counts of a variable-size exchange).
+template <class Counts>
+std::size_t checked_sum(const Counts& counts, const char* call, const char* what) {
+  std::size_t sum = 0;
+  for (std::size_t n : counts) sum = checked_add(sum, n, call, what);
+  return sum;
+}
+
 }  // namespace zcoll

@@ -48,6 +48,7 @@
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/codec/presets.hpp"
 #include "zcoll/collective/compressed.hpp"
+#include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/embedding/embedding_shard.hpp"
 #include "zcoll/embedding/embedding_spec.hpp"
@@ -213,11 +214,7 @@ class FusedLookup {
     static std::atomic<std::uint64_t> counter{0};
     return ++counter;
   }
-  static std::size_t total(std::span<const std::size_t> counts) {
-    std::size_t n = 0;
-    for (std::size_t c : counts) n += c;
-    return n;
-  }
+  static std::size_t total(std::span<const std::size_t> counts) { return checked_sum(counts, "FusedLookup", "row counts"); }
 
   lookup_plan::group plan_group(sparse_batch batch, const std::vector<std::size_t>& categories) {
     const auto p = static_cast<std::size_t>(size());

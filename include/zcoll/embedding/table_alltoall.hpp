@@ -162,11 +162,7 @@ class TableWiseAlltoall {
   static constexpr int size_tag = 0x7e11;
   static constexpr int data_tag = 0x7e12;
 
-  static std::size_t total(std::span<const std::size_t> counts) {
-    std::size_t n = 0;
-    for (std::size_t c : counts) n = checked_add(n, c, "TableWiseAlltoall", "total");
-    return n;
-  }
+  static std::size_t total(std::span<const std::size_t> counts) { return checked_sum(counts, "TableWiseAlltoall", "total"); }
 
   /// The stream bytes to receive from each peer, from what it announced (segment counts, then a table
   /// and a size per segment). Each announced size is checked against this rank's recv_segments: the same

@@ -34,8 +34,7 @@ void alltoallv_exact(T& t, std::span<const Record> in, std::span<const std::size
       throw argument_error(std::string("alltoallv_exact: ") + counts + " has " + std::to_string(c.size()) +
                            " entries, not one per rank (" + std::to_string(p) + ")");
     }
-    std::size_t total = 0;
-    for (std::size_t n : c) total = checked_add(total, n, "alltoallv_exact", counts);
+    const std::size_t total = checked_sum(c, "alltoallv_exact", counts);
     if (total != size) {
       throw argument_error(std::string("alltoallv_exact: ") + buffer + " has " + std::to_string(size) + " records, " +
                            counts + " sum to " + std::to_string(total));
@@ -66,6 +65,19 @@ void alltoallv_exact(T& t, std::span<const Record> in, std::span<const std::size
     recv_at += recv_counts[b];
   }
   for (auto& r : requests) t.wait(r);
+}
+
+/// all = every rank's `mine`, in rank order; mine.size() must be the same on every rank and
+/// all.size() == size() * mine.size().
+template <class Record, byte_transport T>
+  requires std::is_trivially_copyable_v<Record>
+void allgather_exact(T& t, std::span<const Record> mine, std::span<Record> all, int tag) {
+  const auto p = static_cast<std::size_t>(t.size());
+  std::vector<Record> out;
+  out.reserve(mine.size() * p);
+  for (std::size_t r = 0; r < p; ++r) out.insert(out.end(), mine.begin(), mine.end());
+  const std::vector<std::size_t> counts(p, mine.size());
+  alltoallv_exact<Record>(t, out, counts, all, counts, tag);
 }
 
 /// Every rank's counts for every other rank: row b of the result is what rank b's `send_counts` holds for
