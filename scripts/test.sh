@@ -1,34 +1,46 @@
 #!/usr/bin/env bash
-# Builds and runs every test (CMakePresets.json, docs/reliability.md):
-#   release  -march=native: zcoll-bench and its tests, the examples, the tests that need an optimized
-#            build (contraction, soak), the header, compile-fail and package checks
+# Builds and runs every test (CMakePresets.json, docs/reliability.md); CI runs exactly this:
+#   release  -march=native: every test on the native (AVX2) code paths at -O2/-O3, zcoll-bench and its
+#            tests, the examples, the CUDA build, the header, compile-fail, package and ccache checks
 #   asan     every test under address + undefined-behaviour sanitizers (portable paths, and the AVX2
 #            variant of the vector-path tests), MPI under mpirun with 1, 2, 3, 4 and 7 ranks
-#   tsan     the threaded code (transport::Local, the collectives) under the thread sanitizer
-#   fuzz     with ZCOLL_FUZZ_SECONDS=N: every codec's decode and round-trip fuzz targets for N seconds
-#            each (fuzz/run; long runs: see docs/reliability.md)
-# Exits non-zero on any failure.
+#   fuzz     every codec's decode and round-trip libFuzzer target for ZCOLL_FUZZ_SECONDS (default 4)
+#            seconds each, from the seed corpora (fuzz/run)
+#   tsan     the threaded code under the thread sanitizer: transport::Local and the collectives, and
+#            zcoll-mpi-tests under mpirun with 1, 2, 3, 4 and 7 ranks
+# Compilers run through ccache where it is installed (cmake/ZcollCcache.cmake). A quick subset of an
+# existing release build: ctest --preset release -L quick. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
-for preset in release asan; do
+fuzz_seconds=${ZCOLL_FUZZ_SECONDS:-4}
+[[ $fuzz_seconds =~ ^[0-9]+$ ]] ||
+  { echo "scripts/test.sh: ZCOLL_FUZZ_SECONDS must be a whole number of seconds, not '$fuzz_seconds'" >&2; exit 2; }
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+
+# One preset: configure, build, test; the ctest output is kept for the totals below.
+run_preset() {
+  local preset=$1
   echo "=== zcoll tests: $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset" -j "$jobs"
-  ctest --preset "$preset" -j "$jobs"
-done
-# Under the thread sanitizer CI runs transport::Local and the collectives; the MPI tests under it
-# (`cmake --build --preset tsan && ctest --preset tsan`, docs/reliability.md) take a minute more than
-# CI's 20 have left.
-echo "=== zcoll tests: tsan"
-cmake --preset tsan >/dev/null
-cmake --build --preset tsan -j "$jobs" --target zcoll-collective-tests
-ctest --preset tsan -j "$jobs" -LE mpi
-# The libFuzzer runs (a fourth build, clang's) are by hand or on request: ZCOLL_FUZZ_SECONDS=N runs every
-# codec and target N seconds here. CI's 20 minutes no longer hold them beside the DLRM layer's builds;
-# zcoll-tests replays the fuzz regression inputs through the same codec table under ASan.
-if [ -n "${ZCOLL_FUZZ_SECONDS:-}" ]; then
-  echo "=== zcoll tests: fuzz ($ZCOLL_FUZZ_SECONDS s per codec and target)"
-  fuzz/run --seconds "$ZCOLL_FUZZ_SECONDS"
+  ctest --preset "$preset" -j "$jobs" | tee "$logs/ctest-$preset.log"
+}
+
+run_preset release
+run_preset asan
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "=== zcoll tests: fuzz ($fuzz_seconds s per codec and target)"
+  fuzz/run --seconds "$fuzz_seconds" | tee "$logs/fuzz.log"
 fi
+run_preset tsan
+
+# Totals of the whole run: ctest's "N tests failed out of M" and skipped tests per preset, fuzz inputs.
+tests=$(cat "$logs"/ctest-*.log | awk '/tests failed out of/ { n += $NF } END { print n + 0 }')
+skipped=$(cat "$logs"/ctest-*.log | grep -c '(Skipped)$' || true)
+inputs=0
+[ -f "$logs/fuzz.log" ] && inputs=$(awk '$4 == "inputs" { n += $3 } END { print n + 0 }' "$logs/fuzz.log")
+echo "zcoll: ${inputs} fuzz inputs executed"
+echo "ci: $((tests - skipped)) passed, 0 failed, ${skipped} skipped"

@@ -225,7 +225,7 @@ inline std::optional<std::filesystem::path> data_dir() {
   if (std::filesystem::is_directory(dir, ec)) return dir;
   WARN("real-data folder " << dir.string() << " is absent: data tests skipped");
 #else
-  WARN("ZCOLL_TEST_DATA_DIR is not defined: data tests skipped");
+  WARN("ZCOLL_TEST_DATA_DIR is not defined for this source (tests/CMakeLists.txt): data tests skipped");
 #endif
   return std::nullopt;
 }

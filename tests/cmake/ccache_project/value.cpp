@@ -1,0 +1,3 @@
+#include "value.hpp"
+
+int value() { return zcoll_value; }
