@@ -4,8 +4,8 @@
 #            tests, the examples, the CUDA build, the header, compile-fail, package and ccache checks
 #   asan     every test under address + undefined-behaviour sanitizers (portable paths, and the AVX2
 #            variant of the vector-path tests), MPI under mpirun with 1, 2, 3, 4 and 7 ranks
-#   fuzz     every codec's decode and round-trip libFuzzer target for ZCOLL_FUZZ_SECONDS (default 4)
-#            seconds each, from the seed corpora (fuzz/run)
+#   fuzz     every codec's decode and round-trip libFuzzer target for ZCOLL_FUZZ_SECONDS (default 10)
+#            seconds each, from the seed corpora (fuzz/run; 0 leaves them out)
 #   tsan     the threaded code under the thread sanitizer: transport::Local and the collectives, and
 #            zcoll-mpi-tests under mpirun with 1, 2, 3, 4 and 7 ranks
 # Compilers run through ccache where it is installed (cmake/ZcollCcache.cmake). A quick subset of an
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
-fuzz_seconds=${ZCOLL_FUZZ_SECONDS:-4}
+fuzz_seconds=${ZCOLL_FUZZ_SECONDS:-10}
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] ||
   { echo "scripts/test.sh: ZCOLL_FUZZ_SECONDS must be a whole number of seconds, not '$fuzz_seconds'" >&2; exit 2; }
 logs=$(mktemp -d)
