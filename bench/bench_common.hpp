@@ -2,6 +2,8 @@
 // What both zcoll-bench commands need: option parsing helpers and the median of timings.
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -51,6 +53,34 @@ inline std::string csv_field(std::string_view text) {
     quoted += c;
   }
   return quoted + '"';
+}
+
+/// A JSON string (RFC 8259): quoted, with quotes, backslashes and control characters escaped.
+inline std::string json_string(std::string_view text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string quoted = "\"";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      quoted += '\\';
+      quoted += c;
+    } else if (byte < 0x20) {
+      quoted += "\\u00";
+      quoted += hex[byte >> 4];
+      quoted += hex[byte & 0xF];
+    } else {
+      quoted += c;
+    }
+  }
+  return quoted + '"';
+}
+
+/// A JSON number, or null for NaN and ±Inf (which JSON cannot hold).
+inline std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.9g", v);
+  return text;
 }
 
 /// The whole of `text` as a number; std::invalid_argument naming `option` otherwise.

@@ -1179,7 +1179,6 @@ void print_table(const coll_options& o, const std::string& data, const std::stri
 }
 
 std::string csv_number(double v) { return std::isnan(v) ? std::string() : fmt::format("{:.9g}", v); }
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"; }
 
 void write_csv(const coll_options& o, const std::string& data, const std::string& transport, int ranks,
                const std::vector<coll_row>& rows) {
@@ -1224,11 +1223,11 @@ void write_json(const coll_options& o, const std::string& data, const std::strin
   std::FILE* f = std::fopen(o.json.c_str(), "w");
   if (!f) throw std::runtime_error(fmt::format("--json: cannot write '{}'", o.json));
   fmt::print(f,
-             "{{\n  \"op\": \"{}\",\n  \"schedule\": \"{}\",\n  \"group_size\": {},\n  \"codec\": \"{}\",\n"
-             "  \"bound\": \"{}\",\n  \"transport\": \"{}\",\n  \"ranks\": {},\n  \"type\": \"{}\",\n  \"data\": \"{}\",\n"
+             "{{\n  \"op\": {},\n  \"schedule\": {},\n  \"group_size\": {},\n  \"codec\": {},\n"
+             "  \"bound\": {},\n  \"transport\": {},\n  \"ranks\": {},\n  \"type\": {},\n  \"data\": {},\n"
              "  \"root\": {},\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"pipeline_values\": {},\n  \"rows\": [\n",
-             o.op_name, o.schedule, o.group_size, o.codec, bound_title(o),
-             transport, ranks, o.type, data, o.root, o.threads, o.repeat, o.chunk_values, o.pipeline_values);
+             json_string(o.op_name), json_string(o.schedule), o.group_size, json_string(o.codec),
+             json_string(bound_title(o)), json_string(transport), ranks, json_string(o.type), json_string(data), o.root, o.threads, o.repeat, o.chunk_values, o.pipeline_values);
   const auto timing = [](const variant_timing& t) {
     if (std::isnan(t.time_us)) return std::string("null");
     return fmt::format("{{\"time_us\": {}, \"algbw_gb_per_s\": {}, \"busbw_gb_per_s\": {}}}", json_number(t.time_us),

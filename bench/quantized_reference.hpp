@@ -21,6 +21,7 @@
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/error_bound.hpp"
 #include "zcoll/core/exec.hpp"
+#include "zcoll/core/fill_value.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/value_range.hpp"
 #include "zcoll/core/value_type.hpp"
@@ -82,8 +83,7 @@ class quantized_reference {
   std::span<std::byte> compress(std::span<const T> values, const zcoll::bound& bound,
                                 std::optional<double> fill_value, std::span<std::byte> out) {
     check_count(values.size());
-    std::optional<bits> fill;
-    if (fill_value) fill = std::bit_cast<bits>(static_cast<T>(*fill_value));
+    const std::optional<bits> fill = zcoll::fill_bits_of<T>(fill_value);
     const double eb = absolute_bound(bound, values, fill);
     const bool any_exception = quantize_all(values, quantizer(eb), fill);
 

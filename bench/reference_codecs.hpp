@@ -17,6 +17,7 @@
 #include "byte_coders.hpp"
 #include "zcoll/core/error_bound.hpp"
 #include "zcoll/core/exec.hpp"
+#include "zcoll/core/fill_value.hpp"
 #include "zcoll/core/value_range.hpp"
 #include "zcoll/core/value_type.hpp"
 
@@ -31,8 +32,7 @@ namespace zcoll_bench {
 template <zcoll::floating_value T>
 double reference_error_bound(const zcoll::bound& bound, std::span<const T> values, std::optional<double> fill_value) {
   if (bound.mode == zcoll::bound_mode::absolute) return bound.value;
-  std::optional<zcoll::bits_of<T>> fill;
-  if (fill_value) fill = std::bit_cast<zcoll::bits_of<T>>(static_cast<T>(*fill_value));
+  const auto fill = zcoll::fill_bits_of<T>(fill_value);
   return zcoll::absolute_bound(bound, zcoll::find_value_extent(zcoll::exec::Host{1}, values, fill).range());
 }
 

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <numbers>
 #include <optional>
@@ -46,6 +47,9 @@ namespace {
 using zcoll_bench::median;
 using zcoll_bench::parse_number;
 using zcoll_bench::split;
+using zcoll_bench::csv_field;
+using zcoll_bench::json_number;
+using zcoll_bench::json_string;
 #if ZCOLL_BENCH_HAS_CUDA
 using zcoll_bench::cuda_memcpy_seconds;
 #endif
@@ -125,7 +129,8 @@ codecs and bounds:
   --codec A,B,...       codec names, 'all', or 'list' to print them (default fzlight)
   --abs E1,E2,...       absolute error bounds
   --rel R1,R2,...       bounds relative to the value range (default 1e-3 if no bound is given)
-  --fill VALUE          declare a fill value (stored exactly, left out of the range)
+  --fill VALUE          declare a fill value: the value of the data type nearest to VALUE (-1e34 on f32 data
+                        is -9.99999979e+33; a note says which), stored exactly, left out of the range
   --chunk N             values per chunk (multiple of 32; default: each codec's, 4096 or 65536 for
                         2-D/3-D Lorenzo)
 reference rows (off by default; one thread, whatever --threads):
@@ -411,12 +416,6 @@ row make_row(std::string name, std::string bound, std::size_t size_bytes, std::s
   return r;
 }
 
-template <class T>
-std::optional<zcoll::bits_of<T>> fill_bits_of(const options& o) {
-  if (!o.fill_value) return std::nullopt;
-  return std::bit_cast<zcoll::bits_of<T>>(static_cast<T>(*o.fill_value));
-}
-
 /// One codec at one bound: timings, ratio and error on the data.
 template <class Codec, class T>
 row measure(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
@@ -451,7 +450,7 @@ row measure_lossless(const zcoll_bench::byte_coder& coder, const options& o, con
   const auto out = std::as_writable_bytes(std::span(restored));
   const double decompress_s =
       median_seconds(o.repeat, [&] { coder.decompress(std::span(stream).first(written), out); });
-  const auto error = zcoll::measure_error<T>(data.values, restored, 0.0, fill_bits_of<T>(o));
+  const auto error = zcoll::measure_error<T>(data.values, restored, 0.0, zcoll::fill_bits_of<T>(o.fill_value));
   return make_row("ref:" + coder.name, "-", in.size(), written, compress_s, decompress_s, memcpy_gb_per_s, 0.0, error);
 }
 
@@ -468,7 +467,7 @@ row measure_quantized(const zcoll_bench::byte_coder& coder, zcoll_bench::code_pr
   restored.assign(data.values.size(), T(0));
   const double decompress_s = median_seconds(o.repeat, [&] { reference.decompress(written, restored); });
   const double error_bound = zcoll_bench::quantized_reference<T>::error_bound_of(written);
-  const auto error = zcoll::measure_error<T>(data.values, restored, error_bound, fill_bits_of<T>(o));
+  const auto error = zcoll::measure_error<T>(data.values, restored, error_bound, zcoll::fill_bits_of<T>(o.fill_value));
   return make_row("ref:" + reference.name(), zcoll::to_string(bound), data.values.size() * sizeof(T),
                   written.size(), compress_s, decompress_s, memcpy_gb_per_s, error_bound, error);
 }
@@ -484,7 +483,7 @@ row measure_zfp(const options& o, const dataset<T>& data, const zcoll::bound& bo
   const double compress_s = median_seconds(o.repeat, [&] { written = reference.compress(data.values); });
   restored.assign(data.values.size(), T(0));
   const double decompress_s = median_seconds(o.repeat, [&] { reference.decompress(restored); });
-  const auto error = zcoll::measure_error<T>(data.values, restored, tolerance, fill_bits_of<T>(o));
+  const auto error = zcoll::measure_error<T>(data.values, restored, tolerance, zcoll::fill_bits_of<T>(o.fill_value));
   row r = make_row("ref:" + reference.name(), zcoll::to_string(bound), data.values.size() * sizeof(T), written,
                    compress_s, decompress_s, memcpy_gb_per_s, tolerance, error);
   r.bound_promised = false;
@@ -624,7 +623,7 @@ row measure_on_device(const std::string& name, const options& o, const dataset<T
   const zcoll::codec_config config{.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value};
   auto result = zcoll_bench::cuda_measure<T>(name, config, std::span<const T>(data.values), o.repeat);
   restored = std::move(result.restored);
-  const auto error = zcoll::measure_error<T>(data.values, restored, result.error_bound, fill_bits_of<T>(o));
+  const auto error = zcoll::measure_error<T>(data.values, restored, result.error_bound, zcoll::fill_bits_of<T>(o.fill_value));
   return make_row(name + " (cuda)", zcoll::to_string(bound), data.values.size() * sizeof(T), result.compressed_bytes,
                   result.compress_s, result.decompress_s, memcpy_gb_per_s, result.error_bound, error);
 }
@@ -678,27 +677,25 @@ void write_csv(const std::string& path, const std::string& data, const std::vect
   fmt::print(f, "data,codec,bound,ratio,compress_gb_per_s,decompress_gb_per_s,compress_vs_memcpy,"
                 "decompress_vs_memcpy,abs_error_bound,max_abs_error,bound_held,psnr_db,nrmse\n");
   for (const auto& r : rows) {
-    fmt::print(f, "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.9g},{:.9g},{},{:.6g},{:.6g}\n", data, r.codec,
-               r.bound, r.ratio, r.compress_gb_per_s, r.decompress_gb_per_s, r.compress_vs_memcpy,
+    fmt::print(f, "{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.9g},{:.9g},{},{:.6g},{:.6g}\n", csv_field(data),
+               csv_field(r.codec), csv_field(r.bound), r.ratio, r.compress_gb_per_s, r.decompress_gb_per_s, r.compress_vs_memcpy,
                r.decompress_vs_memcpy, r.error_bound, r.max_abs_error, r.bound_held ? "yes" : "no", r.psnr_db, r.nrmse);
   }
   std::fclose(f);
 }
 
-std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.9g}", v) : "null"; }
-
 void write_json(const std::string& path, const std::string& data, const options& o, const std::vector<row>& rows) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) throw std::runtime_error(fmt::format("--json: cannot write '{}'", path));
-  fmt::print(f, "{{\n  \"data\": \"{}\",\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"rows\": [\n",
-             data, o.threads, o.repeat, o.chunk_values);
+  fmt::print(f, "{{\n  \"data\": {},\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"rows\": [\n",
+             json_string(data), o.threads, o.repeat, o.chunk_values);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     fmt::print(f,
-               "    {{\"codec\": \"{}\", \"bound\": \"{}\", \"ratio\": {}, \"compress_gb_per_s\": {}, "
+               "    {{\"codec\": {}, \"bound\": {}, \"ratio\": {}, \"compress_gb_per_s\": {}, "
                "\"decompress_gb_per_s\": {}, \"compress_vs_memcpy\": {}, \"decompress_vs_memcpy\": {}, "
                "\"abs_error_bound\": {}, \"max_abs_error\": {}, \"bound_held\": {}, \"psnr_db\": {}, \"nrmse\": {}}}{}\n",
-               r.codec, r.bound, json_number(r.ratio), json_number(r.compress_gb_per_s),
+               json_string(r.codec), json_string(r.bound), json_number(r.ratio), json_number(r.compress_gb_per_s),
                json_number(r.decompress_gb_per_s), json_number(r.compress_vs_memcpy),
                json_number(r.decompress_vs_memcpy), json_number(r.error_bound), json_number(r.max_abs_error),
                r.bound_held ? "true" : "false", json_number(r.psnr_db), json_number(r.nrmse),
@@ -728,6 +725,12 @@ int run(const options& o) {
   const dataset<T> input = load_dataset<T>(o);
   const std::vector<T>& values = input.values;
   const std::string& data = input.name;
+  if (const auto fill = zcoll::fill_bits_of<T>(o.fill_value)) {
+    // The decimal given and the value of T the codecs use (core/fill_value.hpp): -1e34 on f32 data is
+    // -9.99999979e+33, which is what NetCDF files that say -1e34 hold.
+    notes.push_back(fmt::format("--fill {}: {} data uses {:.{}g}, the {} nearest to it", *o.fill_value, o.type,
+                                zcoll::fill_value_of<T>(*fill), std::numeric_limits<T>::max_digits10, o.type));
+  }
 
   // The reference row: memcpy of the same buffer, in the same run (device to device on the GPU).
   const bool on_device = o.device == "cuda";

@@ -18,5 +18,6 @@
 #include "zcoll/core/error_bound.hpp"
 #include "zcoll/core/error_stats.hpp"
 #include "zcoll/core/exec.hpp"
+#include "zcoll/core/fill_value.hpp"
 #include "zcoll/core/stream_header.hpp"
 #include "zcoll/core/value_range.hpp"

@@ -318,15 +318,39 @@ TEST_CASE("A relative bound on f64 data is at most fraction * (max - min) in exa
   CHECK(over == 0);
 }
 
-TEST_CASE("A fill value that float cannot hold is an argument error", "[codec][pipeline][fill]") {
-  const std::vector<float> f(100, 1.0f);
+TEST_CASE("A fill value means the nearest value of the data's type", "[codec][pipeline][fill]") {
+  // A decimal that f32 cannot hold, as NetCDF data declare it (COADS: _FillValue = -1e34f).
+  for (double typed : {-1e34, 0.1, 1.0 + 1e-12, 1e-50, -3.4028235e38}) {
+    INFO("fill value " << typed);
+    const float fill = static_cast<float>(typed);
+    std::vector<float> data(1000);
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = i % 7 == 3 ? fill : std::sin(0.01f * static_cast<float>(i));
+    const zcoll::FZLight codec{{.error_bound = zcoll::absolute(1e-3), .fill_value = typed}};
+    const auto report = zcoll::evaluate(codec, zcoll::exec::Host{}, std::span<const float>(data));
+    REQUIRE(report.fill_value.has_value());
+    CHECK(*report.fill_value == static_cast<double>(fill));  // the report says which value it was
+    CHECK(report.error.exact_mismatches == 0);                // fill points restored bit for bit
+    CHECK(report.error.bound_held());
+    std::vector<std::byte> out(codec.max_compressed_size<float>(data.size()));
+    const auto header = zcoll::read_stream_header(codec.compress(zcoll::exec::Host{}, data, std::span<std::byte>(out)));
+    CHECK(header.fill_bits == std::bit_cast<std::uint32_t>(fill));
+  }
+  // f64 data holds every double exactly.
   const std::vector<double> d(100, 1.0);
-  for (double fill : {0.1, 1e300, 1e-50, -3.4e39, 1.0 + 1e-12}) {
+  const zcoll::FZLight codec_d{{.error_bound = zcoll::absolute(1e-3), .fill_value = 0.1}};
+  CHECK(zcoll::evaluate(codec_d, zcoll::exec::Host{}, std::span<const double>(d)).fill_value == 0.1);
+}
+
+TEST_CASE("A fill value beyond the data type's range is an argument error naming it", "[codec][pipeline][fill]") {
+  const std::vector<float> f(100, 1.0f);
+  for (double fill : {1e300, -3.5e38, 1e39}) {
     INFO("fill value " << fill);
     const zcoll::FZLight codec{{.error_bound = zcoll::absolute(1e-3), .fill_value = fill}};
     std::vector<std::byte> out(codec.max_compressed_size<float>(f.size()));
-    CHECK_THROWS_AS(codec.compress(zcoll::exec::Host{}, f, std::span<std::byte>(out)), zcoll::argument_error);
-    // double holds every double.
+    CHECK_THROWS_WITH(codec.compress(zcoll::exec::Host{}, f, std::span<std::byte>(out)),
+                      Catch::Contains("fill_value") && Catch::Contains("beyond the range of f32"));
+    // f64 holds it.
+    const std::vector<double> d(100, 1.0);
     std::vector<std::byte> out_d(codec.max_compressed_size<double>(d.size()));
     CHECK_NOTHROW(codec.compress(zcoll::exec::Host{}, d, std::span<std::byte>(out_d)));
   }

@@ -20,8 +20,9 @@ struct codec_config {
   /// which restarts at each chunk and needs many rows in one. config() reports the length in use.
   std::uint32_t chunk_values = 0;
   /// A value that marks missing data (land in an ocean field, say): stored exactly, at almost no cost,
-  /// and left out of the range a relative bound refers to. Must be exactly representable in the data's
-  /// type; matched bit for bit (so NaN works, and -0.0 is not 0.0).
+  /// and left out of the range a relative bound refers to. It means the value of the data's type nearest
+  /// to it (-1e34 on f32 data is -9.99999979e33, what NetCDF's -1e34f is; core/fill_value.hpp), which the
+  /// stream and the report state; matched bit for bit (so NaN works, and -0.0 is not 0.0).
   std::optional<double> fill_value = std::nullopt;
   /// The data's extents, slowest first: {rows, dim} for a batch of embedding vectors, {nz, ny, nx} for a
   /// 3-D field; empty for a flat sequence. Row stages (row-wise quantizers, vector-LZ) take the last

@@ -49,6 +49,7 @@
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
+#include "zcoll/core/fill_value.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/stream_header.hpp"
 #include "zcoll/core/value_range.hpp"
@@ -149,17 +150,10 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     return values;
   }
 
-  /// The fill value as T's bit pattern, or nothing; a fill value T cannot hold exactly is an error.
+  /// The fill value as the bit pattern of the T nearest to it (core/fill_value.hpp), or nothing.
   template <floating_value T>
   std::optional<bits_of<T>> fill_bits() const {
-    if (!config_.fill_value) return std::nullopt;
-    const double fill = *config_.fill_value;
-    const T narrowed = static_cast<T>(fill);
-    if (static_cast<double>(narrowed) != fill && !std::isnan(fill)) {
-      throw argument_error("codec_config: fill_value " + std::to_string(fill) + " is not exactly representable as " +
-                           to_string(value_type_of<T>));
-    }
-    return std::bit_cast<bits_of<T>>(narrowed);
+    return fill_bits_of<T>(config_.fill_value);
   }
 
  private:

@@ -11,6 +11,7 @@
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/core/error_stats.hpp"
 #include "zcoll/core/exec.hpp"
+#include "zcoll/core/fill_value.hpp"
 #include "zcoll/core/stream_header.hpp"
 #include "zcoll/core/value_type.hpp"
 
@@ -22,6 +23,9 @@ struct codec_report {
   std::size_t compressed_bytes = 0;
   double ratio = 0.0;        ///< input_bytes / compressed_bytes
   double error_bound = 0.0;  ///< the absolute bound the stream states
+  /// The fill value the stream declares: the value of the data's type nearest to the configured one
+  /// (core/fill_value.hpp; -1e34 on f32 data is -9.99999979e33), or nothing.
+  std::optional<double> fill_value;
   error_stats error;
 };
 
@@ -39,6 +43,7 @@ codec_report evaluate(const C& codec, const exec::Host& exec, std::span<const T>
   std::optional<bits_of<T>> fill;
   if (header.has_fill_value) fill = static_cast<bits_of<T>>(header.fill_bits);
   codec_report report;
+  if (fill) report.fill_value = fill_value_of<T>(*fill);
   report.codec = C::name();
   report.input_bytes = in.size_bytes();
   report.compressed_bytes = written.size();

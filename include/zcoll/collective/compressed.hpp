@@ -49,6 +49,7 @@
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/error_bound.hpp"
 #include "zcoll/core/exec.hpp"
+#include "zcoll/core/fill_value.hpp"
 #include "zcoll/core/reduce_op.hpp"
 #include "zcoll/core/stream_header.hpp"
 #include "zcoll/core/value_range.hpp"
@@ -922,9 +923,7 @@ class Compressed {
   double hop_bound(std::span<const T> input) {
     if (!compress_now_) return 0.0;
     if (config_.error_bound.mode == bound_mode::absolute) return config_.error_bound.value;
-    std::optional<bits_of<T>> fill;
-    if (config_.fill_value) fill = std::bit_cast<bits_of<T>>(static_cast<T>(*config_.fill_value));
-    const auto local = find_value_extent(exec(), input, fill);
+    const auto local = find_value_extent(exec(), input, fill_bits_of<T>(config_.fill_value));
     std::vector<value_extent<double>> extents(static_cast<std::size_t>(size()));
     extents[static_cast<std::size_t>(rank())] = {local.lowest, local.highest};
     exact_allgather(std::span<value_extent<double>>(extents));
