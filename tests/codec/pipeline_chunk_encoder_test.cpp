@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "support/codec_checks.hpp"
+#include "support/guarded_buffer.hpp"
 #include "support/test_support.hpp"
 #include "zcoll/core/bit_io.hpp"
 #include "zcoll/zcoll.hpp"
@@ -155,5 +157,49 @@ TEST_CASE("Chunk encoder: truncated streams and damaged parameter sections are f
     auto damaged = stream;
     damaged[section + 4] = std::byte{33};
     CHECK_THROWS_AS(codec.decompress<double>(damaged), zcoll::format_error);
+  }
+}
+
+TEMPLATE_TEST_CASE("Chunk encoder: residuals wait in the output buffer, whatever its alignment and the thread count",
+                   "[codec][chunk_encoder]", float, double) {
+  // The statistics pass keeps every chunk's residuals in `out` (Pipeline::chunk_residuals), where the
+  // coding pass then writes the chunks: chunks that code well and chunks stored verbatim in turn make the
+  // writes both stay clear of and reach into the residuals still to be read. A buffer of exactly
+  // max_compressed_size that ends at a guard page, starting at each of four alignments, must give the
+  // 1-thread stream on every thread count.
+  using T = TestType;
+  if (!guarded_buffer<>::available) {
+    WARN("no guard pages on this platform: test skipped");
+    return;
+  }
+  std::mt19937_64 rng(seed + 11);
+  std::uniform_real_distribution<double> noise(-1e6, 1e6);
+  for (std::uint32_t chunk_values : {32u, 96u, 256u}) {
+    for (std::size_t n : {std::size_t{1}, std::size_t{255}, std::size_t{2000}, std::size_t{4133}}) {
+      std::vector<T> data(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const bool noisy = (i / chunk_values) % 3 == 1;
+        data[i] = static_cast<T>(noisy ? noise(rng) : std::sin(0.01 * static_cast<double>(i)));
+      }
+      const auto check = [&](const auto& codec) {
+        INFO(codec.name() << ", chunk " << chunk_values << ", " << n << " values");
+        const auto reference = codec.compress(data);
+        const std::size_t max = codec.template max_compressed_size<T>(n);
+        for (unsigned threads : {1u, 2u, 3u, 5u}) {
+          for (std::size_t shift = 0; shift < 4; ++shift) {
+            INFO(threads << " threads, output shifted by " << shift << " bytes");
+            guarded_buffer<> out(max + shift);
+            const auto written = codec.compress(zcoll::exec::Host{.threads = threads}, std::span<const T>(data),
+                                                out.span().subspan(shift));
+            CHECK(std::equal(written.begin(), written.end(), reference.begin(), reference.end()));
+          }
+        }
+        std::vector<T> restored(n);
+        codec.decompress(zcoll::exec::Host{}, reference, restored);
+        require_bound_on_every_element(std::span<const T>(data), std::span<const T>(restored), 1e-3);
+      };
+      check(FixedWidthCodec{{.error_bound = zcoll::absolute(1e-3), .chunk_values = chunk_values}});
+      check(zcoll::HighRatio<1>{{.error_bound = zcoll::absolute(1e-3), .chunk_values = chunk_values}});
+    }
   }
 }

@@ -114,7 +114,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   const codec_config& config() const { return config_; }
 
   /// Bytes that compress may write for `count` values: header, index, parameter section, and each chunk
-  /// verbatim.
+  /// verbatim (with a chunk encoder, 3 bytes more a chunk: the alignment of chunk_residuals' slots).
   template <floating_value T>
   static std::size_t max_compressed_size(std::size_t count, std::uint32_t chunk_values) {
     const std::uint64_t chunks = chunk_count_for(count, chunk_values);
@@ -122,7 +122,8 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
       throw argument_error("max_compressed_size: " + std::to_string(count) + " values need more than 2^32 chunks of " +
                            std::to_string(chunk_values) + "; raise chunk_values");
     }
-    const std::size_t prefix = stream_prefix_size_bytes(static_cast<std::uint32_t>(chunks)) + max_parameter_section_bytes + chunks;
+    const std::size_t prefix = stream_prefix_size_bytes(static_cast<std::uint32_t>(chunks)) + max_parameter_section_bytes +
+                               chunks * (1 + residual_slot_padding_bytes);
     return checked_add(prefix, checked_multiply(count, sizeof(T), "max_compressed_size", "count"), "max_compressed_size",
                        "stream bytes");
   }
@@ -251,25 +252,40 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     };
 
     // Each worker compresses a contiguous range of chunks into its own region, sized for the worst case
-    // (every chunk verbatim); the regions are then moved together. One worker writes in place.
+    // (every chunk verbatim); the regions are then moved together. The first worker writes in place;
+    // with a chunk encoder the others start at their first chunk's residual slot (chunk_residuals).
     const std::size_t chunk_capacity = 1 + std::size_t{chunk_values} * sizeof(T);
+    std::size_t regions = prefix_bytes;
+    std::size_t region_stride = chunk_capacity;
+    const auto region_of = [&](std::size_t begin) {
+      return out.data() + (begin == 0 ? prefix_bytes : regions + begin * region_stride);
+    };
     const auto state_of = [&](std::size_t c) {
       return chunk_coder_state(predictor_state(grid, std::uint64_t{c} * chunk_values, chunk_values));
     };
     if constexpr (codes_chunks) {
-      // The statistics pass keeps every chunk's residuals and exceptions (4 bytes a value), so the coding
-      // pass does not quantize and predict again (a quarter of the compression time with 2-D Lorenzo).
-      chunk_residuals cache;
-      if (E::needs_statistics && quantizer.usable() && chunks > 0) cache.allocate(chunks, chunk_values);
+      // The statistics pass keeps every chunk's residuals and exceptions, so the coding pass does not
+      // quantize and predict again (a quarter of the compression time with 2-D Lorenzo).
+      chunk_residuals cache(out, prefix_bytes + max_parameter_section_bytes, chunk_capacity, chunks,
+                            E::needs_statistics && quantizer.usable());
+      regions = cache.first_slot_offset();
+      region_stride = cache.slot_stride();
       const auto model = build_model<T>(exec, quantizer, fill, chunks, chunk_of, state_of, cache);
       prefix_bytes += write_parameter_section(grid, model, out.subspan(prefix_bytes));
       exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
-        std::vector<std::int32_t> scratch(cache.kept() ? 0 : chunk_values);
-        std::byte* cursor = out.data() + prefix_bytes + begin * chunk_capacity;
+        std::vector<std::int32_t> scratch(chunk_values);
+        std::byte* cursor = region_of(begin);
         for (std::size_t c = begin; c < end; ++c) {
           std::size_t size = 0;
           if (cache.kept()) {
-            size = code_chunk(chunk_of(c), cursor, model, cache.residuals(c), cache.exceptions(c));
+            const std::span<const T> values = chunk_of(c);
+            const std::int32_t* residuals = cache.slot(c);
+            // A chunk written from `cursor` may reach its own slot: read the residuals out of it first.
+            if (cursor + chunk_capacity > reinterpret_cast<const std::byte*>(residuals)) {
+              std::copy_n(residuals, values.size(), scratch.data());
+              residuals = scratch.data();
+            }
+            size = code_chunk(values, cursor, model, residuals, cache.exceptions(c));
           } else {
             auto state = state_of(c);
             size = compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, scratch.data());
@@ -282,9 +298,10 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     } else {
       if constexpr (has_parameter_section) {
         prefix_bytes += write_parameter_section(grid, std::monostate{}, out.subspan(prefix_bytes));
+        regions = prefix_bytes;
       }
       exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
-        std::byte* cursor = out.data() + prefix_bytes + begin * chunk_capacity;
+        std::byte* cursor = region_of(begin);
         for (std::size_t c = begin; c < end; ++c) {
           auto state = state_of(c);
           const auto size = static_cast<std::uint32_t>(compress_chunk(quantizer, fill, chunk_of(c), cursor, state));
@@ -303,33 +320,57 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
         std::memcpy(&size, index + 4 * c, 4);
         bytes += size;
       }
-      const std::byte* region = out.data() + prefix_bytes + begin * chunk_capacity;
+      const std::byte* region = region_of(begin);
       if (region != out.data() + end) std::memmove(out.data() + end, region, bytes);
       end += bytes;
     }
     return out.first(end);
   }
 
+  /// What a chunk encoder's stream may need beyond the chunks' room: up to 3 bytes a chunk to align
+  /// chunk_residuals' slots to 4 bytes.
+  static constexpr std::size_t residual_slot_padding_bytes = codes_chunks ? 3 : 0;
+
   /// Every chunk's residuals and exceptions from the statistics pass, for the coding pass (or nothing,
-  /// when not allocated).
+  /// when not kept). The residuals wait in the caller's output buffer rather than in an allocation of 4
+  /// bytes a value: malloc maps an allocation above its mmap threshold (at most 32 MiB with glibc) anew
+  /// on every call, and the page faults of such a cache halved the compression speed of inputs of more
+  /// than 8 Mi values (docs/performance.md).
+  ///
+  /// Layout: slot c holds chunk c's residuals at the 4-byte aligned `first_slot_offset() + c *
+  /// slot_stride()`, past the largest parameter section; slot_stride() is a chunk's room plus 3 bytes.
+  /// The coding pass writes chunk c from at most slot c's start (its worker's region starts at slot
+  /// `begin`, the first worker's earlier, and every chunk written before takes no more than its room) to
+  /// at most slot c + 1's start, so it overwrites no residuals still to be read but slot c's own, which
+  /// it reads first where the two may meet. max_compressed_size holds every slot.
   class chunk_residuals {
    public:
-    void allocate(std::size_t chunks, std::size_t chunk_values) {
-      chunk_values_ = chunk_values;
-      residuals_ = std::make_unique_for_overwrite<std::int32_t[]>(chunks * chunk_values);
-      exceptions_.resize(chunks);
+    chunk_residuals(std::span<std::byte> out, std::size_t after_prefix, std::size_t chunk_capacity,
+                    std::size_t chunks, bool keep)
+        : out_(out),
+          first_slot_(after_prefix + (4 - reinterpret_cast<std::uintptr_t>(out.data() + after_prefix) % 4) % 4),
+          stride_(chunk_capacity + residual_slot_padding_bytes),
+          exceptions_(keep ? chunks : 0) {}
+    bool kept() const { return !exceptions_.empty(); }
+    std::size_t first_slot_offset() const { return first_slot_; }
+    std::size_t slot_stride() const { return stride_; }
+    /// Slot `chunk`: room for the chunk rounded up to 32 values, except for a shorter last chunk.
+    std::int32_t* slot(std::size_t chunk) const {
+      return reinterpret_cast<std::int32_t*>(out_.data() + first_slot_ + chunk * stride_);
     }
-    bool kept() const { return residuals_ != nullptr; }
-    std::int32_t* residuals(std::size_t chunk) const { return residuals_.get() + chunk * chunk_values_; }
-    void keep_exceptions(std::size_t chunk, std::span<const detail::block_exceptions> e) {
+    /// Keeps a chunk's residuals (copied into its slot unless written there) and exceptions.
+    void keep(std::size_t chunk, std::span<const std::int32_t> residuals,
+              std::span<const detail::block_exceptions> e) {
+      if (residuals.data() != slot(chunk)) std::copy(residuals.begin(), residuals.end(), slot(chunk));
       exceptions_[chunk].assign(e.begin(), e.end());
     }
     std::span<const detail::block_exceptions> exceptions(std::size_t chunk) const { return exceptions_[chunk]; }
 
    private:
-    std::size_t chunk_values_ = 0;
-    std::unique_ptr<std::int32_t[]> residuals_;
-    std::vector<std::vector<detail::block_exceptions>> exceptions_;
+    std::span<std::byte> out_;
+    std::size_t first_slot_;
+    std::size_t stride_;  // a chunk's room (1 + a multiple of 4 bytes) and 3: a multiple of 4
+    std::vector<std::vector<detail::block_exceptions>> exceptions_;  // each chunk's, written by its worker
   };
 
   /// The chunk encoder's model: from the statistics of every chunk's residuals when the encoder needs
@@ -343,14 +384,18 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     if (E::needs_statistics && quantizer.usable() && chunks > 0) {
       std::vector<typename E::statistics> partial(exec::worker_count(exec, chunks));
       exec::for_each_range(exec, chunks, [&](std::size_t worker, std::size_t begin, std::size_t end) {
-        std::vector<std::int32_t> scratch(cache.kept() ? 0 : config_.chunk_values);
+        std::vector<std::int32_t> scratch(config_.chunk_values);
         for (std::size_t c = begin; c < end; ++c) {
           const std::span<const T> values = chunk_of(c);
           auto state = state_of(c);
-          std::int32_t* residuals = cache.kept() ? cache.residuals(c) : scratch.data();
+          // Straight into the slot, which has room for whole chunks; a shorter last chunk's blocks are
+          // padded past its slot's room, so they go through scratch.
+          const bool whole = values.size() == config_.chunk_values;
+          std::int32_t* residuals = cache.kept() && whole ? cache.slot(c) : scratch.data();
           residuals_of_chunk(quantizer, fill, values, state, residuals);
-          if (cache.kept()) cache.keep_exceptions(c, std::span(state.exceptions, state.exception_count));
-          partial[worker].add(std::span<const std::int32_t>(residuals, values.size()));
+          const std::span<const std::int32_t> kept(residuals, values.size());
+          if (cache.kept()) cache.keep(c, kept, std::span(state.exceptions, state.exception_count));
+          partial[worker].add(kept);
         }
       });
       for (const auto& p : partial) statistics.merge(p);
