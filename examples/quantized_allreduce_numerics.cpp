@@ -9,6 +9,8 @@
 // a mean gradient that drifts from step to step, and per-rank minibatch noise three times larger than the
 // mean, with heavy (Student-t, 4 degrees of freedom) tails. Every rank's contribution is drawn from
 // (seed, rank, step), so the exact sum is computed in double on the side.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -101,12 +103,12 @@ errors measure(int ranks, int steps) {
 
 template <class Schedule, class Codec>
 void row(const char* name, int steps) {
-  std::printf("| %-34s |", name);
+  fmt::print("| {:<34} |", name);
   for (const int ranks : {32, 64, 128}) {
     const errors e = measure<Schedule, Codec>(ranks, steps);
-    std::printf(" %.2e / %.2e |", e.step_error, e.summed_error);
+    fmt::print(" {:.2e} / {:.2e} |", e.step_error, e.summed_error);
   }
-  std::printf("\n");
+  fmt::print("\n");
   std::fflush(stdout);
 }
 
@@ -115,18 +117,18 @@ void row(const char* name, int steps) {
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::atoi(argv[1]) : 20;
   if (steps < 1) {
-    std::fprintf(stderr, "steps: %s is not a positive number of steps\n", argv[1]);
+    fmt::print(stderr, "steps: {} is not a positive number of steps\n", argv[1]);
     return 2;
   }
   using RD = zcoll::RecursiveDoubling;
   using HierarchicalRD = zcoll::Hierarchical<zcoll::BinomialTree, zcoll::RecursiveDoubling>;
   using Int4EF = zcoll::ErrorFeedback<zcoll::Int4>;
   using Int2EF = zcoll::ErrorFeedback<zcoll::Int2>;
-  std::printf("Relative L2 error of the reduced gradient against the exact sum: mean over %d steps / of the sum "
-              "of the %d steps (%zu values per rank, rows of %zu)\n\n",
-              steps, steps, values, row_length);
-  std::printf("| %-34s | 32 ranks              | 64 ranks              | 128 ranks             |\n", "allreduce");
-  std::printf("|%s|---|---|---|\n", std::string(36, '-').c_str());
+  fmt::print("Relative L2 error of the reduced gradient against the exact sum: mean over {} steps / of the sum "
+             "of the {} steps ({} values per rank, rows of {})\n\n",
+             steps, steps, values, row_length);
+  fmt::print("| {:<34} | 32 ranks              | 64 ranks              | 128 ranks             |\n", "allreduce");
+  fmt::print("|{}|---|---|---|\n", std::string(36, '-'));
   row<zcoll::Ring, zcoll::Int8>("ring, uint8", steps);
   row<zcoll::Ring, zcoll::Int4>("ring, uint4", steps);
   row<zcoll::Ring, Int4EF>("ring, uint4, error feedback", steps);

@@ -1,8 +1,8 @@
 // Compress a field with FZLight at a relative error bound, decompress it, and check the bound.
 #include <cmath>
-#include <cstdio>
 #include <vector>
 
+#include <zcoll/fmt.hpp>  // fmt formatters for zcoll's reports (the program links fmt)
 #include <zcoll/zcoll.hpp>
 
 int main() {
@@ -18,9 +18,8 @@ int main() {
 
   const auto header = zcoll::read_stream_header(written);
   const auto error = zcoll::measure_error<float>(field, restored, header.error_bound);
-  std::printf("%zu bytes -> %zu bytes (ratio %.2f), bound %.3g, max error %.3g, bound held: %s\n",
-              field.size() * sizeof(float), written.size(),
-              static_cast<double>(field.size() * sizeof(float)) / static_cast<double>(written.size()),
-              header.error_bound, error.max_abs_error, error.bound_held() ? "yes" : "no");
+  fmt::print("{} bytes -> {} bytes (ratio {:.2f}), bound {:.3g}: {}, bound held: {}\n", field.size() * sizeof(float),
+             written.size(), static_cast<double>(field.size() * sizeof(float)) / static_cast<double>(written.size()),
+             header.error_bound, error, error.bound_held() ? "yes" : "no");
   return error.bound_held() ? 0 : 1;
 }

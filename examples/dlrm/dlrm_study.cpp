@@ -20,6 +20,9 @@
 // bound (global x 5/3), above --small-above (0.5) a small one (global / 3), the paper's 0.05 / 0.03 / 0.01
 // ratios; the decay adds a step decay from 2x over the first third of the steps in 3 stairs (the paper's
 // Decay_2x).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -116,12 +119,12 @@ void analyse(zcoll::transport::AnyTransport& t, dlrm::trainer& fp32, const study
   ctx.tablewise = zcoll::adapt::offline_analysis<float>(view, tablewise, none);
   ctx.tablewise_decay = zcoll::adapt::offline_analysis<float>(view, tablewise, decay);
   if (t.rank() == 0) {
-    std::fprintf(stderr, "offline analysis (index thresholds %g / %g):", o.large_below, o.small_above);
+    fmt::print(stderr, "offline analysis (index thresholds {:g} / {:g}):", o.large_below, o.small_above);
     for (const auto& table : ctx.tablewise.tables) {
-      std::fprintf(stderr, " t%llu=%.3f:%s", static_cast<unsigned long long>(table.table), table.homogenization_index,
-                   zcoll::adapt::to_string(table.bound_class_of_table));
+      fmt::print(stderr, " t{}={:.3f}:{}", table.table, table.homogenization_index,
+                 zcoll::adapt::to_string(table.bound_class_of_table));
     }
-    std::fprintf(stderr, "\n");
+    fmt::print(stderr, "\n");
   }
 }
 
@@ -190,9 +193,9 @@ std::map<std::string, std::vector<run_numbers>> run_study(zcoll::transport::AnyT
       results[config.name].push_back(numbers_of(t, result, train.steps));
       if (config.name == "fp32") analyse(t, trainer, o, ctx.tables, ctx);
       if (t.rank() == 0) {
-        std::fprintf(stderr, "seed %llu %-24s loss %.4f  acc %.4f  auc %.4f  (%.1f s)\n", static_cast<unsigned long long>(seed),
-                     config.name.c_str(), result.losses.empty() ? 0.0 : result.losses.back(), result.test_accuracy,
-                     result.test_auc, result.step_s);
+        fmt::print(stderr, "seed {} {:<24} loss {:.4f}  acc {:.4f}  auc {:.4f}  ({:.1f} s)\n", seed, config.name,
+                   result.losses.empty() ? 0.0 : result.losses.back(), result.test_accuracy, result.test_auc,
+                   result.step_s);
       }
     }
   }
@@ -202,12 +205,10 @@ std::map<std::string, std::vector<run_numbers>> run_study(zcoll::transport::AnyT
 void print_table(const study_options& o, const std::vector<dlrm::configuration>& chosen,
                  const std::map<std::string, std::vector<run_numbers>>& results) {
   const auto& base = results.at("fp32");
-  std::printf("task %s, %d ranks, global batch %zu, %zu steps, seeds", o.task.c_str(), o.ranks, o.train.global_batch,
-              o.train.steps);
-  for (auto s : o.seeds) std::printf(" %llu", static_cast<unsigned long long>(s));
-  std::printf(", global bound %g\n\n", o.global_eb);
-  std::printf("| configuration | accuracy | Δ accuracy (pp) | AUC | Δ AUC | log loss | Δ log loss | fwd a2a ratio | bwd a2a ratio | allreduce ratio | bytes/iter/rank | total ratio | ms/iter | compress ms | communicate ms | compute ms |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  fmt::print("task {}, {} ranks, global batch {}, {} steps, seeds {}, global bound {:g}\n\n", o.task, o.ranks,
+             o.train.global_batch, o.train.steps, fmt::join(o.seeds, " "), o.global_eb);
+  fmt::print("| configuration | accuracy | Δ accuracy (pp) | AUC | Δ AUC | log loss | Δ log loss | fwd a2a ratio | bwd a2a ratio | allreduce ratio | bytes/iter/rank | total ratio | ms/iter | compress ms | communicate ms | compute ms |\n");
+  fmt::print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& config : chosen) {
     const auto& runs = results.at(config.name);
     const double n = static_cast<double>(runs.size());
@@ -226,11 +227,11 @@ void print_table(const study_options& o, const std::vector<dlrm::configuration>&
     const auto ratio = [](double raw, double wire) { return wire == 0.0 ? 1.0 : raw / wire; };
     const double wire = mean.forward_bytes + mean.backward_bytes + mean.allreduce_bytes;
     const double raw = mean.forward_raw + mean.backward_raw + mean.allreduce_raw;
-    std::printf("| %s | %.4f | %+.3f [%+.3f, %+.3f] | %.4f | %+.4f | %.4f | %+.4f | %.2f | %.2f | %.2f | %.0f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
-                config.name.c_str(), mean.accuracy, 100 * d_acc, 100 * d_acc_min, 100 * d_acc_max, mean.auc, d_auc,
-                mean.log_loss, d_ll, ratio(mean.forward_raw, mean.forward_bytes), ratio(mean.backward_raw, mean.backward_bytes),
-                ratio(mean.allreduce_raw, mean.allreduce_bytes), wire, ratio(raw, wire), 1e3 * mean.step_s,
-                1e3 * mean.compress_s, 1e3 * mean.communicate_s, 1e3 * (mean.step_s - mean.compress_s - mean.communicate_s));
+    fmt::print("| {} | {:.4f} | {:+.3f} [{:+.3f}, {:+.3f}] | {:.4f} | {:+.4f} | {:.4f} | {:+.4f} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n",
+               config.name, mean.accuracy, 100 * d_acc, 100 * d_acc_min, 100 * d_acc_max, mean.auc, d_auc,
+               mean.log_loss, d_ll, ratio(mean.forward_raw, mean.forward_bytes), ratio(mean.backward_raw, mean.backward_bytes),
+               ratio(mean.allreduce_raw, mean.allreduce_bytes), wire, ratio(raw, wire), 1e3 * mean.step_s,
+               1e3 * mean.compress_s, 1e3 * mean.communicate_s, 1e3 * (mean.step_s - mean.compress_s - mean.communicate_s));
   }
 }
 
@@ -329,18 +330,18 @@ void run_lookup_study(zcoll::transport::AnyTransport& t, const study_options& o)
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  std::printf("fused vs per-category lookup: %zu ranks, %zu categories of dim %zu (one spec), %zu ids per category per rank, %zu steps\n\n",
-              p, categories, o.train.dim, local, o.train.steps);
-  std::printf("| lookup | all-to-alls per step | id bytes sent / step | row bytes sent (fwd + bwd) / step | mean row message (bytes) | median ms per step (plan + fwd + bwd) |\n|---|---|---|---|---|---|\n");
+  fmt::print("fused vs per-category lookup: {} ranks, {} categories of dim {} (one spec), {} ids per category per rank, {} steps\n\n",
+             p, categories, o.train.dim, local, o.train.steps);
+  fmt::print("| lookup | all-to-alls per step | id bytes sent / step | row bytes sent (fwd + bwd) / step | mean row message (bytes) | median ms per step (plan + fwd + bwd) |\n|---|---|---|---|---|---|\n");
   for (const auto* x : {&f, &s}) {
     const std::size_t rounds = x->plan.alltoalls + x->forward.alltoalls + x->backward.alltoalls;
     const std::size_t rows_bytes = x->forward.value_bytes_sent + x->backward.value_bytes_sent;
     const double messages = static_cast<double>((x->forward.alltoalls + x->backward.alltoalls) * (p - 1));
-    std::printf("| %s | %zu | %zu | %zu | %.0f | %.3f |\n", x == &f ? "fused" : "per-category", rounds,
-                x->plan.key_bytes_sent, rows_bytes, messages > 0 ? static_cast<double>(rows_bytes) / messages : 0.0,
-                1e3 * median(x->seconds));
+    fmt::print("| {} | {} | {} | {} | {:.0f} | {:.3f} |\n", x == &f ? "fused" : "per-category", rounds,
+               x->plan.key_bytes_sent, rows_bytes, messages > 0 ? static_cast<double>(rows_bytes) / messages : 0.0,
+               1e3 * median(x->seconds));
   }
-  std::printf("\nrank 0's traffic; rows identical at every step on every rank: %s\n", total_mismatches == 0 ? "yes" : "NO");
+  fmt::print("\nrank 0's traffic; rows identical at every step on every rank: %s\n", total_mismatches == 0 ? "yes" : "NO");
   if (total_mismatches != 0) throw std::runtime_error("fused and per-category lookups gave different rows");
 }
 
@@ -387,7 +388,7 @@ int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
       if (std::string(argv[i]) == "--list") {
-        for (const auto& c : dlrm::configurations()) std::printf("%-24s %s\n", c.name.c_str(), c.description.c_str());
+        for (const auto& c : dlrm::configurations()) fmt::print("{:<24} {}\n", c.name, c.description);
         return 0;
       }
     }
@@ -410,7 +411,7 @@ int main(int argc, char** argv) {
     print_table(o, chosen, results);
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "zcoll-dlrm: %s\n", e.what());
+    fmt::print(stderr, "zcoll-dlrm: {}\n", e.what());
     return 1;
   }
 }
