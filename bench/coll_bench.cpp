@@ -1227,7 +1227,8 @@ void write_json(const coll_options& o, const std::string& data, const std::strin
              "  \"bound\": {},\n  \"transport\": {},\n  \"ranks\": {},\n  \"type\": {},\n  \"data\": {},\n"
              "  \"root\": {},\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"pipeline_values\": {},\n  \"rows\": [\n",
              json_string(o.op_name), json_string(o.schedule), o.group_size, json_string(o.codec),
-             json_string(bound_title(o)), json_string(transport), ranks, json_string(o.type), json_string(data), o.root, o.threads, o.repeat, o.chunk_values, o.pipeline_values);
+             json_string(bound_title(o)), json_string(transport), ranks, json_string(o.type), json_string(data),
+             o.root, o.threads, o.repeat, o.chunk_values, o.pipeline_values);
   const auto timing = [](const variant_timing& t) {
     if (std::isnan(t.time_us)) return std::string("null");
     return fmt::format("{{\"time_us\": {}, \"algbw_gb_per_s\": {}, \"busbw_gb_per_s\": {}}}", json_number(t.time_us),

@@ -1,5 +1,5 @@
 # Compile through ccache when it is found (zcoll's own builds only: the top-level CMakeLists.txt includes
-# this before any target is defined, and tests/build/ccache builds a small project through it to check
+# this before any target is defined, and tests/cmake/ccache_test.cmake builds a small project through it to check
 # that a changed header is always rebuilt).
 #
 #   ZCOLL_CCACHE=ON|OFF   use ccache where it is found (ON); ccache absent or OFF, compilers run directly

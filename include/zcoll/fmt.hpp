@@ -33,12 +33,12 @@ struct text_formatter : fmt::formatter<std::string_view> {
 
 }  // namespace zcoll::fmt_detail
 
-/// "abs 0.01", "rel 0.0001".
+/// "abs 0.01", "rel 0.0001": zcoll::to_string's form.
 template <>
 struct fmt::formatter<zcoll::bound> : zcoll::fmt_detail::text_formatter {
   template <class FormatContext>
   auto format(const zcoll::bound& b, FormatContext& ctx) const {
-    return write(fmt::format("{} {}", b.mode == zcoll::bound_mode::absolute ? "abs" : "rel", b.value), ctx);
+    return write(zcoll::to_string(b), ctx);
   }
 };
 
