@@ -48,7 +48,7 @@ std::vector<std::byte> check_cast_round_trip(const Codec& codec, const std::vect
 
   // Header: the unchunked form, no fill value, the bound of this data.
   const auto& h = r.header;
-  REQUIRE(h.codec_id == Codec::id);
+  REQUIRE(h.codec == Codec::id);
   REQUIRE(h.type == zcoll::value_type_of<T>);
   REQUIRE(h.count == data.size());
   REQUIRE(h.chunk_values == 0);
@@ -188,16 +188,16 @@ TEMPLATE_TEST_CASE("Cast codecs: ids, names, sizes, presets", "[codec][cast]", z
   STATIC_REQUIRE_FALSE(Codec::uses_error_bound);
   STATIC_REQUIRE(Codec::relative_precision == F::relative_precision);
   CHECK(Codec::name() == std::string("cast-") + F::name);
-  CHECK(Codec::template max_compressed_size<float>(0) == 40);
-  CHECK(Codec::template max_compressed_size<double>(1000) == 40 + 1000 * sizeof(typename F::storage));
+  CHECK(Codec::template max_compressed_size<float>(0) == zcoll::stream_header_size_bytes);
+  CHECK(Codec::template max_compressed_size<double>(1000) == zcoll::stream_header_size_bytes + 1000 * sizeof(typename F::storage));
   CHECK(Codec{}.config().chunk_values == zcoll::codec_config{}.chunk_values);
 }
 
 TEST_CASE("Cast codecs: the presets' ids and names", "[codec][cast]") {
-  STATIC_REQUIRE(zcoll::FP16::id == zcoll::codec_ids::cast_fp16);
-  STATIC_REQUIRE(zcoll::BF16::id == zcoll::codec_ids::cast_bf16);
-  STATIC_REQUIRE(zcoll::FP8E4M3::id == zcoll::codec_ids::cast_fp8_e4m3);
-  STATIC_REQUIRE(zcoll::FP8E5M2::id == zcoll::codec_ids::cast_fp8_e5m2);
+  STATIC_REQUIRE(zcoll::FP16::id.kind == zcoll::codec_ids::cast_fp16);
+  STATIC_REQUIRE(zcoll::BF16::id.kind == zcoll::codec_ids::cast_bf16);
+  STATIC_REQUIRE(zcoll::FP8E4M3::id.kind == zcoll::codec_ids::cast_fp8_e4m3);
+  STATIC_REQUIRE(zcoll::FP8E5M2::id.kind == zcoll::codec_ids::cast_fp8_e5m2);
   CHECK(zcoll::FP16::name() == "cast-fp16");
   CHECK(zcoll::BF16::name() == "cast-bf16");
   CHECK(zcoll::FP8E4M3::name() == "cast-fp8-e4m3");
@@ -388,7 +388,7 @@ TEST_CASE("Cast codecs: a stream of another codec is a format error", "[codec][c
   CHECK_THROWS_AS(zcoll::FP16{}.decompress<float>(e4m3), zcoll::format_error);
   // A fp16 stream whose id byte claims bf16 decodes as bf16 only if the id says so: flip the id.
   auto relabelled = fp16;
-  relabelled[offset::codec_id] = std::byte{zcoll::codec_ids::cast_bf16};
+  relabelled[offset::codec_kind] = std::byte{zcoll::codec_ids::cast_bf16};
   CHECK_NOTHROW(zcoll::BF16{}.decompress<float>(relabelled));
   CHECK_THROWS_AS(zcoll::FP16{}.decompress<float>(relabelled), zcoll::format_error);
   // Pipelines and casts do not read each other's streams.

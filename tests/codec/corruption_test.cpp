@@ -97,7 +97,8 @@ bool header_change_must_fail(std::span<const std::byte> original, std::size_t at
   const auto chunk_values = peek<std::uint32_t>(b, offset::chunk_values);
   const auto chunk_count = peek<std::uint32_t>(b, offset::chunk_count);
   if (at < offset::index) {
-    if (at <= offset::codec_id) return true;  // magic, version, codec id: any change
+    if (at <= offset::codec_kind) return true;  // magic, version, codec kind: any change
+    if (at >= offset::quantizer && at < offset::count) return true;  // stage ids, back-end, reserved bytes
     if (at == offset::value_type) return true;  // another tag is invalid or the wrong type
     if (u8(offset::flags) > 1) return true;
     if (u8(offset::flags) == 0 && fill != 0) return true;
@@ -286,7 +287,7 @@ namespace {
 std::vector<std::byte> crafted_stream(std::uint32_t count, const std::vector<std::uint8_t>& chunk,
                                       bool has_fill = true, double error_bound = 0.5) {
   zcoll::stream_header h;
-  h.codec_id = zcoll::FZLight::id;
+  h.codec = zcoll::FZLight::id;
   h.type = zcoll::value_type::f32;
   h.has_fill_value = has_fill;
   h.count = count;
@@ -412,7 +413,7 @@ TEST_CASE("A header that claims far more values than the stream holds is a forma
           "[codec][corruption]") {
   const zcoll::FZLight codec{{.error_bound = zcoll::absolute(1e-3), .chunk_values = 65536}};
   zcoll::stream_header h;
-  h.codec_id = zcoll::FZLight::id;
+  h.codec = zcoll::FZLight::id;
   h.type = zcoll::value_type::f32;
   h.error_bound = 1e-3;
   h.chunk_values = 65536;
@@ -429,7 +430,7 @@ TEST_CASE("A stream that claims 2^64 - 1 values in no chunks is a format error f
           "[codec][corruption]") {
   const zcoll::FZLight codec{{.error_bound = zcoll::absolute(1e-3), .chunk_values = 32}};
   zcoll::stream_header h;
-  h.codec_id = zcoll::FZLight::id;
+  h.codec = zcoll::FZLight::id;
   h.type = zcoll::value_type::f32;
   h.error_bound = 1e-3;
   h.chunk_values = 32;

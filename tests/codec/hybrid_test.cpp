@@ -26,7 +26,7 @@ TEST_CASE("Hybrid: on a slow link the high ratio wins", "[codec][hybrid]") {
   const FieldHybrid slow{{.error_bound = zcoll::absolute(1e-3)}, {.link_bytes_per_second = 1e6}};
   const auto stream = slow.compress(data, 5);
   REQUIRE(slow.choice(5) == 0u);  // FZLight: ratio > 10 here, Identity 1
-  CHECK(zcoll::read_stream_header(stream).codec_id == zcoll::FZLight::id);
+  CHECK(zcoll::read_stream_header(stream).codec == zcoll::FZLight::id);
   const auto restored = slow.decompress<float>(stream);
   require_bound_on_every_element(std::span<const float>(data), std::span<const float>(restored), 1e-3);
 }
@@ -37,7 +37,7 @@ TEST_CASE("Hybrid: a choice is recorded per table and can be set", "[codec][hybr
   codec.choose(2, 1);
   const auto data = smooth(4096);
   const auto by_identity = codec.compress(data, 2);
-  CHECK(zcoll::read_stream_header(by_identity).codec_id == zcoll::Identity::id);
+  CHECK(zcoll::read_stream_header(by_identity).codec == zcoll::Identity::id);
   CHECK(codec.decompress<float>(by_identity) == data);
   (void)codec.compress(data, 1);
   CHECK(codec.choice(1) == 0u);
@@ -84,8 +84,8 @@ TEST_CASE("EmbeddingHybrid: vector-LZ where rows repeat, Huffman where every row
   const auto huffman_stream = codec.compress(fresh, 2);
   CHECK(codec.choice(1) == 1u);  // EmbeddingLZ
   CHECK(codec.choice(2) == 0u);  // EmbeddingHuffman
-  CHECK(zcoll::read_stream_header(lz_stream).codec_id == zcoll::EmbeddingLZ::id);
-  CHECK(zcoll::read_stream_header(huffman_stream).codec_id == zcoll::EmbeddingHuffman::id);
+  CHECK(zcoll::read_stream_header(lz_stream).codec == zcoll::EmbeddingLZ::id);
+  CHECK(zcoll::read_stream_header(huffman_stream).codec == zcoll::EmbeddingHuffman::id);
   const auto a = codec.decompress<float>(lz_stream);
   const auto b = codec.decompress<float>(huffman_stream);
   require_bound_on_every_element(std::span<const float>(repeating), std::span<const float>(a), 0.01);

@@ -58,8 +58,8 @@ TEMPLATE_TEST_CASE("Pipelines of every stage combination round-trip", "[codec][p
   run(Pipeline<quantize::Linear, predict::None, encode::Raw>(config), reference_predictor::none,
       reference_encoder::raw);
   // Codec ids differ between combinations, and follow codec/codec_id.hpp.
-  CHECK(FZLight::id == pipeline_codec_id(quantize::Linear::id, predict::Lorenzo1D::id, encode::BitShuffle::id));
-  CHECK(Identity::id == pipeline_codec_id(quantize::Exact::id, predict::None::id, encode::Raw::id));
+  CHECK(FZLight::id == pipeline_codec_id<quantize::Linear, predict::Lorenzo1D, encode::BitShuffle>());
+  CHECK(Identity::id == pipeline_codec_id<quantize::Exact, predict::None, encode::Raw>());
   CHECK(FZLight::id != Identity::id);
   CHECK(Pipeline<quantize::Linear, predict::None, encode::Raw>::id != FZLight::id);
 }

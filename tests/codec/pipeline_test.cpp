@@ -408,7 +408,7 @@ TEMPLATE_TEST_CASE("Compressed size never exceeds max_compressed_size", "[codec]
         const zcoll::FZLight codec{{.error_bound = b, .chunk_values = chunk_values}};
         const std::size_t max = codec.template max_compressed_size<T>(n);
         CHECK(max == zcoll::FZLight::max_compressed_size<T>(n, chunk_values));
-        CHECK(max == 40 + 5 * zcoll::chunk_count_for(n, chunk_values) + n * sizeof(T));
+        CHECK(max == zcoll::stream_header_size_bytes + 5 * zcoll::chunk_count_for(n, chunk_values) + n * sizeof(T));
         for (const auto* data : {&noise, &uniform}) {
           INFO("chunk " << chunk_values << ", n " << n << ", " << zcoll::to_string(b));
           const auto r = check_round_trip(codec, std::span<const T>(*data));
@@ -430,7 +430,7 @@ TEMPLATE_TEST_CASE("Identity round-trips bit-exactly with bound 0", "[codec][ide
       // A bound in the config does not make Identity lossy.
       const zcoll::Identity codec{{.error_bound = zcoll::absolute(0.5), .chunk_values = chunk_values}};
       const auto r = round_trip(codec, std::span<const T>(data));
-      CHECK(r.header.codec_id == zcoll::Identity::id);
+      CHECK(r.header.codec == zcoll::Identity::id);
       CHECK(r.header.error_bound == 0.0);
       require_bit_identical(std::span<const T>(data), std::span<const T>(r.restored));
       // Every chunk is verbatim: the stream is exactly max_compressed_size.

@@ -54,7 +54,7 @@ std::vector<T> row_data(std::size_t rows, std::size_t dim, std::uint64_t salt = 
 zcoll::codec_config config_of(std::size_t rows, std::size_t dim) { return {.shape = {rows, dim}}; }
 
 /// Offsets of the stream fields after the header.
-constexpr std::size_t dim_offset = 40, body_offset = 44;
+constexpr std::size_t dim_offset = zcoll::stream_header_size_bytes, body_offset = dim_offset + 4;
 
 template <int Bits, class T>
 void check_round_trip(std::size_t rows, std::size_t dim) {
@@ -64,7 +64,7 @@ void check_round_trip(std::size_t rows, std::size_t dim) {
   const auto data = row_data<T>(rows, dim, Bits * 1000 + dim);
   const auto r = round_trip(codec, std::span<const T>(data));  // guarded by canaries both ways
   const auto& h = r.header;
-  CHECK(h.codec_id == codec_type::id);
+  CHECK(h.codec == codec_type::id);
   CHECK(h.type == zcoll::value_type_of<T>);
   CHECK(h.count == data.size());
   CHECK(h.chunk_values == 0);
@@ -174,9 +174,9 @@ std::vector<std::byte> int4_stream(std::size_t rows = 4, std::size_t dim = 3) {
 }  // namespace
 
 TEST_CASE("RowwiseQuantized: ids, names, presets", "[codec][rowwise]") {
-  CHECK(zcoll::Int8::id == zcoll::codec_ids::rowwise_int8);
-  CHECK(zcoll::Int4::id == zcoll::codec_ids::rowwise_int4);
-  CHECK(zcoll::Int2::id == zcoll::codec_ids::rowwise_int2);
+  CHECK(zcoll::Int8::id.kind == zcoll::codec_ids::rowwise_int8);
+  CHECK(zcoll::Int4::id.kind == zcoll::codec_ids::rowwise_int4);
+  CHECK(zcoll::Int2::id.kind == zcoll::codec_ids::rowwise_int2);
   CHECK(zcoll::Int8::name() == "rowwise-int8");
   CHECK(zcoll::Int4::name() == "rowwise-int4");
   CHECK(zcoll::Int2::name() == "rowwise-int2");
@@ -300,7 +300,7 @@ TEST_CASE("RowwiseQuantized: each malformed field is a format error", "[codec][r
     CHECK_THROWS_AS(reader.decompress<float>(s), zcoll::format_error);
   };
   auto both = [&](auto edit, const char* what) { rejects(edit, what, codec); };
-  both([](auto& s) { s[offset::codec_id] = std::byte{zcoll::codec_ids::rowwise_int8}; }, "another codec id");
+  both([](auto& s) { s[offset::codec_kind] = std::byte{zcoll::codec_ids::rowwise_int8}; }, "another codec id");
   both([](auto& s) { s[offset::value_type] = std::byte{2}; }, "f64 values read as f32");
   both([](auto& s) { poke<std::uint32_t>(s, dim_offset, 0); }, "dim 0");
   both([](auto& s) { poke<std::uint32_t>(s, dim_offset, 5); }, "count not a multiple of dim");

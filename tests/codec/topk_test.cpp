@@ -21,7 +21,10 @@ namespace sp = zcoll::sparsify;
 
 static_assert(zcoll::codec<zcoll::TopK>);
 static_assert(!zcoll::TopK::uses_error_bound);
-static_assert(zcoll::TopK::id == zcoll::codec_ids::topk);
+static_assert(zcoll::TopK::id.kind == zcoll::codec_ids::topk);
+
+// The body's fields after the stream header (layout in codec/topk.hpp).
+constexpr std::size_t form_at = zcoll::stream_header_size_bytes, kept_at = form_at + 1, values_at = form_at + 9;
 
 namespace {
 
@@ -48,9 +51,9 @@ std::uint64_t read_leb128(const std::vector<std::byte>& s, std::size_t& at) {
 template <class T>
 parsed_stream<T> parse(const std::vector<std::byte>& s) {
   parsed_stream<T> p;
-  REQUIRE(s.size() >= 49);
+  REQUIRE(s.size() >= values_at);
   REQUIRE(std::to_integer<unsigned>(s[0]) == 0x5A);
-  REQUIRE(std::to_integer<unsigned>(s[offset::codec_id]) == 0x20);
+  REQUIRE(std::to_integer<unsigned>(s[offset::codec_kind]) == 0x20);
   REQUIRE(std::to_integer<unsigned>(s[offset::value_type]) == (sizeof(T) == 4 ? 1u : 2u));
   REQUIRE(std::to_integer<unsigned>(s[offset::flags]) == 0u);
   REQUIRE(peek<std::uint64_t>(s, offset::fill) == 0u);
@@ -58,11 +61,11 @@ parsed_stream<T> parse(const std::vector<std::byte>& s) {
   REQUIRE(peek<std::uint32_t>(s, offset::chunk_count) == 0u);
   p.count = peek<std::uint64_t>(s, offset::count);
   p.bound = peek<double>(s, offset::error_bound);
-  p.form = std::to_integer<unsigned>(s[40]);
-  const auto kept = peek<std::uint64_t>(s, 41);
-  REQUIRE(s.size() >= 49 + kept * sizeof(T));
-  for (std::uint64_t i = 0; i < kept; ++i) p.values.push_back(peek<T>(s, 49 + i * sizeof(T)));
-  std::size_t at = 49 + kept * sizeof(T);
+  p.form = std::to_integer<unsigned>(s[form_at]);
+  const auto kept = peek<std::uint64_t>(s, kept_at);
+  REQUIRE(s.size() >= values_at + kept * sizeof(T));
+  for (std::uint64_t i = 0; i < kept; ++i) p.values.push_back(peek<T>(s, values_at + i * sizeof(T)));
+  std::size_t at = values_at + kept * sizeof(T);
   if (p.form == 0) {
     std::uint64_t next = 0;
     for (std::uint64_t i = 0; i <= kept; ++i) {
@@ -146,7 +149,7 @@ parsed_stream<T> check_round_trip(const std::vector<T>& x, double keep_fraction,
     for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(same_bits(restored[i], r.restored[i]));
   }
   // Gaps are written only when they take fewer bytes than the bitmap.
-  const std::size_t index_bytes = first.size() - 49 - parsed.values.size() * sizeof(T);
+  const std::size_t index_bytes = first.size() - values_at - parsed.values.size() * sizeof(T);
   if (parsed.form == 0) REQUIRE(index_bytes < (x.size() + 7) / 8);
   return parsed;
 }
@@ -213,7 +216,7 @@ TEMPLATE_TEST_CASE("Every truncation of a TopK stream is a format error", "[code
     const zcoll::TopK c({}, {.keep_fraction = f});
     const auto x = laplace_values<T>(333, 50);
     const auto stream = c.compress(x);
-    INFO("keep_fraction " << f << ", form " << std::to_integer<unsigned>(stream[40]) << ", " << stream.size() << " bytes");
+    INFO("keep_fraction " << f << ", form " << std::to_integer<unsigned>(stream[form_at]) << ", " << stream.size() << " bytes");
     std::vector<T> out(x.size());
     for (std::size_t n = 0; n < stream.size(); ++n) {
       INFO("truncated to " << n << " bytes");
@@ -261,7 +264,7 @@ TEMPLATE_TEST_CASE("Damaged TopK streams are format errors or decode to the head
     const zcoll::TopK codec({}, {.keep_fraction = f});
     const auto x = laplace_values<T>(517, 60);
     const auto stream = codec.compress(x);
-    const unsigned form = std::to_integer<unsigned>(stream[40]);
+    const unsigned form = std::to_integer<unsigned>(stream[form_at]);
     INFO("keep_fraction " << f << ", form " << form);
     SECTION("every byte set to other values") {
       std::size_t failed = 0;
@@ -277,7 +280,7 @@ TEMPLATE_TEST_CASE("Damaged TopK streams are format errors or decode to the head
           // chunk fields, the form (but for a switch to the other form), the kept count, and in the gap
           // form the value count (the gaps must add up to it).
           const bool value_count_byte = at >= offset::count && at < offset::count + 8;
-          if (at < offset::count || (at >= offset::fill && at < 49 && !(at == 40 && v <= std::byte{0x01})) ||
+          if (at < offset::count || (at >= offset::fill && at < values_at && !(at == form_at && v <= std::byte{0x01})) ||
               (value_count_byte && form == 0)) {
             CHECK(o == outcome::format_error);
           }
@@ -306,9 +309,9 @@ TEST_CASE("Targeted corruptions of TopK streams", "[codec][topk][corruption]") {
   x[99] = 1.0f;
   x[50] = 0.5f;
   const auto stream = codec.compress(x);  // K = 10 but 4 non-zero entries: tau = 0 and the 4 are kept
-  REQUIRE(std::to_integer<unsigned>(stream[40]) == 0u);  // gaps: 4 entries + 1 < 13 bitmap bytes
-  REQUIRE(peek<std::uint64_t>(stream, 41) == 4u);
-  const std::size_t gaps = 49 + 4 * 4;
+  REQUIRE(std::to_integer<unsigned>(stream[form_at]) == 0u);  // gaps: 4 entries + 1 < 13 bitmap bytes
+  REQUIRE(peek<std::uint64_t>(stream, kept_at) == 4u);
+  const std::size_t gaps = values_at + 4 * 4;
   // gaps: 3, 46, 19, 28, then the trailing 0.
   REQUIRE(stream.size() == gaps + 5);
   CHECK(std::to_integer<unsigned>(stream[gaps]) == 3u);
@@ -322,13 +325,13 @@ TEST_CASE("Targeted corruptions of TopK streams", "[codec][topk][corruption]") {
                     zcoll::format_error);
   };
   auto s = stream;
-  s[40] = std::byte{2};
+  s[form_at] = std::byte{2};
   expect_error(s, "form 2");
   s = stream;
-  poke<std::uint64_t>(s, 41, 101);
+  poke<std::uint64_t>(s, kept_at, 101);
   expect_error(s, "kept count above the value count");
   s = stream;
-  poke<std::uint64_t>(s, 41, 5);
+  poke<std::uint64_t>(s, kept_at, 5);
   expect_error(s, "kept count one more than written");
   s = stream;
   s[gaps + 1] = std::byte{97};
@@ -344,7 +347,7 @@ TEST_CASE("Targeted corruptions of TopK streams", "[codec][topk][corruption]") {
   for (int i = 0; i < 11; ++i) s.push_back(std::byte{0xFF});
   expect_error(s, "a varint longer than 64 bits");
   s = stream;
-  s[offset::codec_id] = std::byte{0x21};
+  s[offset::codec_kind] = std::byte{0x21};
   expect_error(s, "another codec id");
   s = stream;
   s[offset::value_type] = std::byte{2};
@@ -366,8 +369,8 @@ TEST_CASE("Targeted corruptions of TopK streams", "[codec][topk][corruption]") {
   std::vector<float> y(21);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i) + 1.0f;
   const auto b = dense.compress(y);
-  REQUIRE(std::to_integer<unsigned>(b[40]) == 1u);
-  REQUIRE(b.size() == 49 + 11 * 4 + 3);
+  REQUIRE(std::to_integer<unsigned>(b[form_at]) == 1u);
+  REQUIRE(b.size() == values_at + 11 * 4 + 3);
   auto bad = b;
   bad.back() |= std::byte{0x80};  // bit 23, past 21 entries
   CHECK_THROWS_AS(dense.decompress<float>(std::span<const std::byte>(bad)), zcoll::format_error);
@@ -516,7 +519,7 @@ TEST_CASE("TopK configuration", "[codec][topk]") {
   CHECK_THROWS_AS(zcoll::TopK({}, {.keep_fraction = 0.0}), zcoll::argument_error);
   CHECK_THROWS_AS(zcoll::TopK({}, {.keep_fraction = 1.01}), zcoll::argument_error);
   CHECK_THROWS_AS(zcoll::TopK({}, {.keep_fraction = 0.5, .threshold_life_span = 0}), zcoll::argument_error);
-  CHECK(zcoll::TopK::max_compressed_size<float>(0) == 49);
-  CHECK(zcoll::TopK::max_compressed_size<float>(9) == 49 + 36 + 2);
-  CHECK(zcoll::TopK::max_compressed_size<double>(16) == 49 + 128 + 2);
+  CHECK(zcoll::TopK::max_compressed_size<float>(0) == values_at);
+  CHECK(zcoll::TopK::max_compressed_size<float>(9) == values_at + 36 + 2);
+  CHECK(zcoll::TopK::max_compressed_size<double>(16) == values_at + 128 + 2);
 }

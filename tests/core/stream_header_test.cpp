@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "support/test_support.hpp"
@@ -16,7 +17,7 @@ namespace {
 
 zcoll::stream_header sample_header() {
   zcoll::stream_header h;
-  h.codec_id = 0x95;
+  h.codec = zcoll::codec_id{zcoll::pipeline_codec_kind, 1, 2, 3, zcoll::backend_none};
   h.type = zcoll::value_type::f64;
   h.has_fill_value = true;
   h.count = 1000;
@@ -47,8 +48,13 @@ TEST_CASE("stream header: every field written is read back", "[core][stream_head
   CHECK(std::to_integer<int>(bytes[1]) == 0x43);
   CHECK(std::to_integer<int>(bytes[2]) == 0x4F);
   CHECK(std::to_integer<int>(bytes[3]) == 0x4C);
-  CHECK(std::to_integer<int>(bytes[offset::version]) == 1);
-  CHECK(std::to_integer<int>(bytes[offset::codec_id]) == 0x95);
+  CHECK(std::to_integer<int>(bytes[offset::version]) == 2);
+  CHECK(std::to_integer<int>(bytes[offset::codec_kind]) == 0x80);
+  CHECK(std::to_integer<int>(bytes[offset::quantizer]) == 1);
+  CHECK(std::to_integer<int>(bytes[offset::predictor]) == 2);
+  CHECK(std::to_integer<int>(bytes[offset::encoder]) == 3);
+  CHECK(std::to_integer<int>(bytes[offset::backend]) == 0);
+  CHECK(peek<std::uint32_t>(bytes, offset::reserved) == 0);
   CHECK(std::to_integer<int>(bytes[offset::value_type]) == 2);
   CHECK(std::to_integer<int>(bytes[offset::flags]) == 1);
   CHECK(peek<std::uint64_t>(bytes, offset::count) == 1000);
@@ -58,7 +64,7 @@ TEST_CASE("stream header: every field written is read back", "[core][stream_head
   CHECK(peek<std::uint32_t>(bytes, offset::chunk_count) == 4);
 
   const auto r = zcoll::read_stream_header(bytes);
-  CHECK(r.codec_id == h.codec_id);
+  CHECK(r.codec == h.codec);
   CHECK(r.type == h.type);
   CHECK(r.has_fill_value == h.has_fill_value);
   CHECK(r.count == h.count);
@@ -118,9 +124,30 @@ TEST_CASE("stream header: every invalid field raises format_error", "[core][stre
     }
   }
   SECTION("version") {
-    for (int v : {0, 2, 255}) {
+    for (int v : {0, 3, 255}) {
       poke(b, offset::version, static_cast<std::uint8_t>(v));
-      CHECK_THROWS_AS(zcoll::read_stream_header(bytes), zcoll::format_error);
+      CHECK_THROWS_WITH(zcoll::read_stream_header(bytes),
+                        Catch::Contains("format version " + std::to_string(v) + " is not supported"));
+    }
+  }
+  SECTION("a codec of its own layout with stage ids set") {
+    poke(b, offset::codec_kind, std::uint8_t{0x20});
+    CHECK_THROWS_WITH(zcoll::read_stream_header(bytes), Catch::Contains("stage ids are set"));
+    for (std::size_t at : {offset::quantizer, offset::predictor, offset::encoder}) poke(b, at, std::uint8_t{0});
+    CHECK(zcoll::read_stream_header(bytes).codec == zcoll::codec_id{0x20, 0, 0, 0, 0});  // the control
+  }
+  SECTION("a lossless back-end this version does not know") {
+    for (int id : {1, 2, 255}) {
+      poke(b, offset::backend, static_cast<std::uint8_t>(id));
+      CHECK_THROWS_WITH(zcoll::read_stream_header(bytes),
+                        Catch::Contains("lossless back-end id " + std::to_string(id) + " is not known"));
+    }
+  }
+  SECTION("reserved bytes") {
+    for (std::size_t at = offset::reserved; at < offset::count; ++at) {
+      auto copy = bytes;
+      copy[at] = std::byte{1};
+      CHECK_THROWS_WITH(zcoll::read_stream_header(copy), Catch::Contains("reserved header bytes"));
     }
   }
   SECTION("value type tag") {
@@ -232,7 +259,7 @@ TEST_CASE("stream layout: index and chunk sizes are checked against the stream",
     CHECK(layout.header.chunk_count == 4);
     REQUIRE(layout.index.size() == 16);
     std::size_t expected_offset = zcoll::stream_prefix_size_bytes(4);
-    CHECK(expected_offset == 56);
+    CHECK(expected_offset == 64);
     for (std::uint32_t c = 0; c < 4; ++c) {
       CHECK(layout.chunk_size_bytes(c) == sizes[c]);
       CHECK(layout.chunk_offset(c) == expected_offset);
@@ -297,6 +324,23 @@ TEST_CASE("stream layout helpers", "[core][stream_header]") {
   CHECK(zcoll::chunk_count_for(32, 32) == 1);
   CHECK(zcoll::chunk_count_for(33, 32) == 2);
   CHECK(zcoll::chunk_count_for(10007, 4096) == 3);
-  CHECK(zcoll::stream_prefix_size_bytes(0) == 40);
-  CHECK(zcoll::stream_prefix_size_bytes(3) == 52);
+  CHECK(zcoll::stream_prefix_size_bytes(0) == 48);
+  CHECK(zcoll::stream_prefix_size_bytes(3) == 60);
+}
+
+// A stream of zcoll before API 1.0: its 40-byte header with version 1 and the stage ids packed in byte 5.
+TEST_CASE("stream header: a format version 1 stream is refused, naming its version", "[core][stream_header]") {
+  std::vector<std::byte> v1(40 + 4 * 1 + 3, std::byte{0});
+  for (std::size_t i = 0; i < 4; ++i) v1[i] = std::byte{zcoll::stream_magic[i]};
+  v1[4] = std::byte{1};     // version 1
+  v1[5] = std::byte{0x95};  // FZLight's v1 id: 1 qqq pp ee = 1 001 01 01
+  v1[6] = std::byte{1};     // f32
+  poke(std::span<std::byte>(v1), 8, std::uint64_t{100});
+  poke(std::span<std::byte>(v1), 32, std::uint32_t{4096});
+  poke(std::span<std::byte>(v1), 36, std::uint32_t{1});
+  for (const std::size_t length : {v1.size(), std::size_t{5}, std::size_t{40}}) {
+    INFO(length << " bytes");
+    CHECK_THROWS_WITH(zcoll::read_stream_header(std::span<const std::byte>(v1).first(length)),
+                      Catch::Contains("format version 1") && Catch::Contains("before API 1.0"));
+  }
 }

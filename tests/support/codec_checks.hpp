@@ -33,7 +33,7 @@ round_trip_result<T> check_round_trip(const Codec& codec, std::span<const T> dat
                                       zcoll::exec::Host compress_exec = {}, zcoll::exec::Host decompress_exec = {}) {
   auto r = round_trip(codec, data, compress_exec, decompress_exec);
   const auto& h = r.header;
-  REQUIRE(h.codec_id == Codec::id);
+  REQUIRE(h.codec == Codec::id);
   REQUIRE(h.type == zcoll::value_type_of<T>);
   REQUIRE(h.count == data.size());
   REQUIRE(h.chunk_values == codec.config().chunk_values);

@@ -58,25 +58,27 @@ template <zcoll::floating_value T>
 reference_result<T> reference_decode(std::span<const std::byte> s, reference_predictor predictor,
                                      reference_encoder encoder) {
   using detail::load;
-  REQUIRE(s.size() >= 40);
+  REQUIRE(s.size() >= 48);
   REQUIRE(load<std::uint32_t>(s, 0) == 0x4C4F'435Au);  // "ZCOL"
-  REQUIRE(load<std::uint8_t>(s, 4) == 1);
+  REQUIRE(load<std::uint8_t>(s, 4) == 2);
+  REQUIRE(load<std::uint8_t>(s, 5) == 0x80);  // a pipeline: quantizer, predictor, encoder ids follow
   REQUIRE(load<std::uint8_t>(s, 6) == (sizeof(T) == 4 ? 1 : 2));
   const bool has_fill = load<std::uint8_t>(s, 7) == 1;
-  const auto count = static_cast<std::size_t>(load<std::uint64_t>(s, 8));
-  const double eb = load<double>(s, 16);
-  const auto fill_bits = load<std::uint64_t>(s, 24);
-  const std::uint32_t chunk_values = load<std::uint32_t>(s, 32);
-  const std::uint32_t chunks = load<std::uint32_t>(s, 36);
+  REQUIRE(load<std::uint8_t>(s, 11) == 0);  // no lossless back-end
+  const auto count = static_cast<std::size_t>(load<std::uint64_t>(s, 16));
+  const double eb = load<double>(s, 24);
+  const auto fill_bits = load<std::uint64_t>(s, 32);
+  const std::uint32_t chunk_values = load<std::uint32_t>(s, 40);
+  const std::uint32_t chunks = load<std::uint32_t>(s, 44);
   REQUIRE(chunks == (count + chunk_values - 1) / chunk_values);
   const T fill = std::bit_cast<T>(static_cast<zcoll::bits_of<T>>(fill_bits));
   const T step = static_cast<T>(2.0 * eb);  // quantize/linear.hpp: x' = q * 2eb, in T
 
   reference_result<T> r;
   r.values.assign(count, T(0));
-  std::size_t at = 40 + 4 * std::size_t{chunks};
+  std::size_t at = 48 + 4 * std::size_t{chunks};
   for (std::uint32_t c = 0; c < chunks; ++c) {
-    const std::size_t size = load<std::uint32_t>(s, 40 + 4 * std::size_t{c});
+    const std::size_t size = load<std::uint32_t>(s, 48 + 4 * std::size_t{c});
     REQUIRE(at + size <= s.size());
     const std::span<const std::byte> chunk = s.subspan(at, size);
     at += size;

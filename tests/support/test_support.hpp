@@ -44,8 +44,9 @@ const char* type_name() {
 
 /// Byte offsets of the stream-header fields (core/stream_header.hpp).
 namespace offset {
-inline constexpr std::size_t magic = 0, version = 4, codec_id = 5, value_type = 6, flags = 7, count = 8,
-                             error_bound = 16, fill = 24, chunk_values = 32, chunk_count = 36, index = 40;
+inline constexpr std::size_t magic = 0, version = 4, codec_kind = 5, value_type = 6, flags = 7, quantizer = 8,
+                             predictor = 9, encoder = 10, backend = 11, reserved = 12, count = 16, error_bound = 24,
+                             fill = 32, chunk_values = 40, chunk_count = 44, index = 48;
 }
 
 template <class V>

@@ -7,23 +7,17 @@
 ///     std::vector<std::byte> stream = codec.compress(values);
 ///     std::vector<float> restored = codec.decompress<float>(stream);
 ///
-/// A stream is the 40-byte header of core/stream_header.hpp in its unchunked form, then the codes:
+/// A stream is the 48-byte header of core/stream_header.hpp in its unchunked form (codec kind
+/// codec_ids::cast_fp16, cast_bf16, cast_fp8_e4m3 or cast_fp8_e5m2, stage bytes 0, no fill value, chunk
+/// length and count 0; the error bound that of every finite value, +inf when one overflowed to ±Inf),
+/// then the codes:
 ///
 /// | offset | bytes     | field                                                                          |
 /// |-------:|----------:|--------------------------------------------------------------------------------|
-/// |      0 |         4 | magic "ZCOL"                                                                   |
-/// |      4 |         1 | format version (1)                                                             |
-/// |      5 |         1 | codec id: codec_ids::cast_fp16, cast_bf16, cast_fp8_e4m3 or cast_fp8_e5m2      |
-/// |      6 |         1 | value type of the original data: 1 = f32, 2 = f64                              |
-/// |      7 |         1 | flags: 0 (casts take no fill value)                                            |
-/// |      8 |         8 | value count n (u64)                                                            |
-/// |     16 |         8 | error bound (f64) of every finite value; +inf when one overflowed to ±Inf     |
-/// |     24 |         8 | fill value: 0                                                                  |
-/// |     32 |         4 | chunk length: 0 (unchunked)                                                    |
-/// |     36 |         4 | chunk count: 0                                                                 |
-/// |     40 | n × s     | the n codes in value order, little-endian; s = 2 (fp16, bf16) or 1 (FP8)       |
+/// |      0 |        48 | the stream header                                                              |
+/// |     48 | n × s     | the n codes in value order, little-endian; s = 2 (fp16, bf16) or 1 (FP8)       |
 ///
-/// The stream is exactly 40 + n × sizeof(storage) bytes. The error bound is
+/// The stream is exactly 48 + n × sizeof(storage) bytes. The error bound is
 /// quantize::rounding_error_bound at the largest finite |x| of the data: half an ulp of the format at that
 /// magnitude (or half the smallest subnormal spacing), the saturation error of E4M3 if larger, never more
 /// than that magnitude, and +inf after an overflow. NaN comes back as NaN of the same sign; ±Inf as ±Inf
@@ -58,18 +52,18 @@ namespace detail {
 
 /// The codec id of a cast to Format (codec/codec_id.hpp).
 template <class Format>
-constexpr std::uint8_t cast_codec_id() {
+consteval codec_id cast_codec_id() {
   if constexpr (std::is_same_v<Format, quantize::fp16>) {
-    return codec_ids::cast_fp16;
+    return own_layout_codec_id<codec_ids::cast_fp16>();
   } else if constexpr (std::is_same_v<Format, quantize::bf16>) {
-    return codec_ids::cast_bf16;
+    return own_layout_codec_id<codec_ids::cast_bf16>();
   } else if constexpr (std::is_same_v<Format, quantize::fp8_e4m3>) {
-    return codec_ids::cast_fp8_e4m3;
+    return own_layout_codec_id<codec_ids::cast_fp8_e4m3>();
   } else {
     static_assert(std::is_same_v<Format, quantize::fp8_e5m2>,
                   "Cast<Format>: Format must be quantize::fp16, bf16, fp8_e4m3 or fp8_e5m2 (each has a codec id in "
                   "codec/codec_id.hpp)");
-    return codec_ids::cast_fp8_e5m2;
+    return own_layout_codec_id<codec_ids::cast_fp8_e5m2>();
   }
 }
 
@@ -108,7 +102,7 @@ class Cast : public span_codec<Cast<Format>> {
   using format_type = Format;
   using storage = typename Format::storage;
 
-  static constexpr std::uint8_t id = detail::cast_codec_id<Format>();
+  static constexpr codec_id id = detail::cast_codec_id<Format>();
   /// The cast ignores config.error_bound: its precision is the format's.
   static constexpr bool uses_error_bound = false;
   /// Largest relative error of a normal value that does not overflow: 2^-11 fp16, 2^-8 bf16, 2^-4 E4M3,
@@ -178,7 +172,7 @@ class Cast : public span_codec<Cast<Format>> {
     const T largest_magnitude = *std::max_element(largest, largest + max_workers);
 
     stream_header header;
-    header.codec_id = id;
+    header.codec = id;
     header.type = value_type_of<T>;
     header.count = count;
     header.error_bound = quantize::rounding_error_bound<Format>(largest_magnitude);

@@ -1,17 +1,38 @@
 #pragma once
-/// Codec ids, byte 5 of the stream header: which codec wrote a stream. Pipelines have bit 7 set; the
-/// codecs with a layout of their own (casts, row-wise quantizers, sparsifiers) take ids below 0x80,
-/// listed here so no two collide.
+/// Codec ids, header bytes 5 and 8-11 (core/stream_header.hpp): which codec wrote a stream. A pipeline
+/// writes kind 0x80 and a byte per stage; the codecs with a layout of their own (casts, row-wise
+/// quantizers, sparsifiers, Hybrid's tag) take kinds below 0x80, listed here so no two collide.
 
+#include <concepts>
 #include <cstdint>
+#include <utility>
 
-#include "zcoll/core/config.hpp"
+#include "zcoll/core/stream_header.hpp"
 
 namespace zcoll {
 
-/// 1 qqq pp ee: quantizer id in bits 4-6, predictor id in bits 2-3, encoder id in bits 0-1.
-ZCOLL_HOST_DEVICE constexpr std::uint8_t pipeline_codec_id(std::uint8_t quantizer, std::uint8_t predictor, std::uint8_t encoder) {
-  return static_cast<std::uint8_t>(0x80 | ((quantizer & 0x7) << 4) | ((predictor & 0x3) << 2) | (encoder & 0x3));
+/// The id of a stage (quantizer, predictor or encoder) as its header byte. An id that does not fit in a
+/// byte is a compile error, never an alias of another stage.
+template <auto Id>
+consteval std::uint8_t stage_id_byte() {
+  static_assert(std::integral<decltype(Id)>, "a stage id is an integer");
+  static_assert(std::in_range<std::uint8_t>(Id), "a stage id must fit in its stream-header byte (0..255)");
+  return static_cast<std::uint8_t>(Id);
+}
+
+/// The codec id of the pipeline of stages Q, P and E (no lossless back-end stage yet).
+template <class Q, class P, class E>
+consteval codec_id pipeline_codec_id() {
+  return codec_id{pipeline_codec_kind, stage_id_byte<Q::id>(), stage_id_byte<P::id>(), stage_id_byte<E::id>(),
+                  backend_none};
+}
+
+/// The codec id of a codec with a layout of its own: kind `Kind`, below 0x80.
+template <auto Kind>
+consteval codec_id own_layout_codec_id() {
+  static_assert(std::integral<decltype(Kind)> && Kind > 0 && Kind < pipeline_codec_kind,
+                "a codec with a layout of its own has a kind in [1, 0x7F]");
+  return codec_id{static_cast<std::uint8_t>(Kind), 0, 0, 0, backend_none};
 }
 
 namespace codec_ids {

@@ -10,6 +10,7 @@
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/core/exec.hpp"
+#include "zcoll/core/stream_header.hpp"
 
 namespace zcoll {
 
@@ -19,7 +20,7 @@ template <class C>
 concept codec = std::constructible_from<C, codec_config> &&
                 requires(const C c, std::span<const float> in, std::span<float> out, std::span<std::byte> bytes,
                          std::span<const std::byte> stream) {
-                  { C::id } -> std::convertible_to<std::uint8_t>;
+                  { C::id } -> std::convertible_to<codec_id>;
                   { C::name() } -> std::convertible_to<std::string>;
                   { c.template max_compressed_size<float>(std::size_t{}) } -> std::same_as<std::size_t>;
                   { c.compress(exec::Host{}, in, bytes) } -> std::same_as<std::span<std::byte>>;

@@ -52,7 +52,7 @@ template <codec C>
 class ErrorFeedback {
  public:
   using codec_type = C;
-  static constexpr std::uint8_t id = C::id;
+  static constexpr codec_id id = C::id;
   static constexpr bool uses_error_bound = C::uses_error_bound;
 
   static std::string name() { return "error-feedback(" + C::name() + ")"; }

@@ -49,7 +49,7 @@ struct hybrid_config {
 template <codec... C>
 class Hybrid {
   static_assert(sizeof...(C) >= 1, "Hybrid: give at least one candidate codec");
-  static constexpr std::array<std::uint8_t, sizeof...(C)> candidate_ids{C::id...};
+  static constexpr std::array<codec_id, sizeof...(C)> candidate_ids{C::id...};
   static_assert(
       [] {
         for (std::size_t i = 0; i < candidate_ids.size(); ++i) {
@@ -62,7 +62,7 @@ class Hybrid {
       "Hybrid: candidates must have distinct codec ids (the stream's id says which one wrote it)");
 
  public:
-  static constexpr std::uint8_t id = codec_ids::hybrid;
+  static constexpr codec_id id = own_layout_codec_id<codec_ids::hybrid>();
   static constexpr bool uses_error_bound = (C::uses_error_bound || ...);
   static constexpr std::size_t candidate_count = sizeof...(C);
 
@@ -192,10 +192,10 @@ class Hybrid {
 
   /// The candidate whose id the stream's header names.
   std::size_t candidate_of(std::span<const std::byte> stream) const {
-    const std::uint8_t stream_id = read_stream_header(stream).codec_id;
+    const codec_id stream_id = read_stream_header(stream).codec;
     const auto found = std::find(candidate_ids.begin(), candidate_ids.end(), stream_id);
     if (found == candidate_ids.end()) {
-      throw format_error("stream was written by codec id " + std::to_string(stream_id) + ", which is not a candidate of " +
+      throw format_error("stream was written by codec " + to_string(stream_id) + ", which is not a candidate of " +
                          name());
     }
     return static_cast<std::size_t>(found - candidate_ids.begin());

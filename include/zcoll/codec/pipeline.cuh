@@ -380,12 +380,11 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
   switch (static_cast<code>(f.code)) {
     case code::none: return "";
     case code::short_stream: return where + "stream shorter than its header and chunk size index";
-    case code::not_a_stream: return where + "bad magic, format version or header flags: not a zcoll stream";
+    case code::bad_header: return where + to_string(static_cast<header_fault>(f.detail));
     case code::wrong_codec: return where + "the stream's codec id or value type is not the decoder's";
     case code::wrong_count: return where + "the stream's value count is not the output's";
     case code::wrong_chunking: return where + "the stream's chunk length or count is not the codec's";
     case code::bad_error_bound: return where + "error bound is not finite, or admits no quantizer step for coded chunks";
-    case code::bad_fill: return where + "fill value bits wider than the type or set without the fill flag";
     case code::wrong_length: return where + "header, index and chunks make " + std::to_string(f.detail) + " bytes, not the stream's length";
     case code::bad_chunk_kind: return where + "unknown chunk kind " + std::to_string(f.detail);
     case code::bad_verbatim_chunk: return where + "verbatim chunk of " + std::to_string(f.detail) + " bytes does not hold its values";

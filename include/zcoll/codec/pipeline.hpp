@@ -95,7 +95,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     return bytes;
   }();
 
-  static constexpr std::uint8_t id = pipeline_codec_id(Q::id, P::id, E::id);
+  static constexpr codec_id id = pipeline_codec_id<Q, P, E>();
   /// Whether config().error_bound matters (false for the lossless Exact quantizer).
   static constexpr bool uses_error_bound = Q::uses_error_bound;
 
@@ -234,7 +234,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     const typename Q::template block_quantizer<T> quantizer(eb);
 
     stream_header header;
-    header.codec_id = id;
+    header.codec = id;
     header.type = value_type_of<T>;
     header.has_fill_value = fill.has_value();
     header.count = count;

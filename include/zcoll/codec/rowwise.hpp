@@ -7,23 +7,16 @@
 ///     std::vector<std::byte> stream = codec.compress(values);
 ///     std::vector<float> restored = codec.decompress<float>(stream);
 ///
-/// A stream is the 40-byte header of core/stream_header.hpp in its unchunked form, the row length, then
-/// the fused rows:
+/// A stream is the 48-byte header of core/stream_header.hpp in its unchunked form (codec kind
+/// codec_ids::rowwise_int8 / rowwise_int4 / rowwise_int2, stage bytes 0, no fill value, chunk length and
+/// count 0; value count n a multiple of dim; error bound the largest row bound e(S, B) of
+/// quantize/rowwise.hpp, 0 without rows), the row length, then the fused rows:
 ///
 /// | offset | bytes                 | field                                                              |
 /// |-------:|----------------------:|--------------------------------------------------------------------|
-/// |      0 |                     4 | magic "ZCOL"                                                       |
-/// |      4 |                     1 | format version (1)                                                 |
-/// |      5 |                     1 | codec id: codec_ids::rowwise_int8 / rowwise_int4 / rowwise_int2    |
-/// |      6 |                     1 | value type of the original data: 1 = f32, 2 = f64                  |
-/// |      7 |                     1 | flags: 0 (no fill value)                                           |
-/// |      8 |                     8 | value count n (u64), a multiple of dim                             |
-/// |     16 |                     8 | error bound (f64): the largest row bound e(S, B) of quantize/rowwise.hpp (0 without rows) |
-/// |     24 |                     8 | fill value: 0                                                      |
-/// |     32 |                     4 | chunk length: 0 (unchunked)                                        |
-/// |     36 |                     4 | chunk count: 0                                                     |
-/// |     40 |                     4 | dim (u32, >= 1): values per row                                    |
-/// |     44 | (n / dim) × row_bytes | the rows in FBGEMM's fused layout: codes, then scale and bias      |
+/// |      0 |                    48 | the stream header                                                  |
+/// |     48 |                     4 | dim (u32, >= 1): values per row                                    |
+/// |     52 | (n / dim) × row_bytes | the rows in FBGEMM's fused layout: codes, then scale and bias      |
 ///
 /// row_bytes is dim + 8 for 8 bits (f32 scale and bias) and ceil(dim × Bits / 8) + 4 for 4 and 2 bits
 /// (f16 scale and bias). Decompression checks every field: the codec id and value type, dim >= 1, a count
@@ -62,10 +55,12 @@ namespace detail {
 
 /// The codec id of row-wise quantization to Bits bits (codec/codec_id.hpp).
 template <int Bits>
-constexpr std::uint8_t rowwise_codec_id() {
+consteval codec_id rowwise_codec_id() {
   static_assert(Bits == 8 || Bits == 4 || Bits == 2,
                 "RowwiseQuantized<Bits>: Bits must be 8, 4 or 2 (FBGEMM's fused row-wise bit rates)");
-  return Bits == 8 ? codec_ids::rowwise_int8 : Bits == 4 ? codec_ids::rowwise_int4 : codec_ids::rowwise_int2;
+  return own_layout_codec_id<Bits == 8   ? codec_ids::rowwise_int8
+                              : Bits == 4 ? codec_ids::rowwise_int4
+                                          : codec_ids::rowwise_int2>();
 }
 
 }  // namespace detail
@@ -76,7 +71,7 @@ class RowwiseQuantized : public span_codec<RowwiseQuantized<Bits>> {
  public:
   using layout = quantize::rowwise_layout<Bits>;
 
-  static constexpr std::uint8_t id = detail::rowwise_codec_id<Bits>();
+  static constexpr codec_id id = detail::rowwise_codec_id<Bits>();
   /// The bound follows from each row's range (header comment of quantize/rowwise.hpp), not from
   /// config.error_bound, which is ignored.
   static constexpr bool uses_error_bound = false;
@@ -167,7 +162,7 @@ class RowwiseQuantized : public span_codec<RowwiseQuantized<Bits>> {
     });
 
     stream_header header;
-    header.codec_id = id;
+    header.codec = id;
     header.type = value_type_of<T>;
     header.count = in.size();
     header.error_bound = *std::max_element(largest, largest + max_workers);

@@ -15,16 +15,16 @@
 /// and x != 0, every NaN (sent bit for bit) and so every ±Inf; -0.0 decodes to +0.0. codec_config's
 /// error_bound, chunk_values, fill_value and shape do not apply to a sparsifier and are ignored.
 ///
-/// Stream: the 40-byte header of core/stream_header.hpp with codec id 0x20 (codec_ids::topk), chunk
+/// Stream: the 48-byte header of core/stream_header.hpp with codec kind 0x20 (codec_ids::topk), chunk
 /// length 0 and chunk count 0 (an unchunked body), flags 0, and as error bound the largest |x| dropped
 /// (0 when nothing is): every finite entry decodes within it, kept ones exactly. Then, little-endian:
 ///
 /// | offset        | bytes       | field                                                                   |
 /// |--------------:|------------:|-------------------------------------------------------------------------|
-/// |            40 |           1 | index form: 0 = gaps, 1 = bitmap                                        |
-/// |            41 |           8 | kept count k (u64), <= value count n                                    |
-/// |            49 | k·sizeof(T) | the kept values in increasing index order, bit for bit                  |
-/// | 49 + k·sizeof |        rest | the index section, which ends the stream:                               |
+/// |            48 |           1 | index form: 0 = gaps, 1 = bitmap                                        |
+/// |            49 |           8 | kept count k (u64), <= value count n                                    |
+/// |            57 | k·sizeof(T) | the kept values in increasing index order, bit for bit                  |
+/// | 57 + k·sizeof |        rest | the index section, which ends the stream:                               |
 /// |               |             | form 0: k + 1 unsigned LEB128 varints (7 bits per byte, low first, high |
 /// |               |             |   bit = more; at most 10 bytes, minimal: no trailing 0x00 byte). Varint |
 /// |               |             |   i < k is index_i - index_{i-1} - 1 with index_{-1} = -1; varint k is  |
@@ -34,7 +34,7 @@
 /// |               |             |   bits past n zero.                                                     |
 ///
 /// The encoder writes the gaps when they take fewer bytes than the bitmap (below about one kept entry in
-/// eight), else the bitmap, so a stream is at most 49 + n·sizeof(T) + ceil(n / 8) bytes. The decoder
+/// eight), else the bitmap, so a stream is at most 57 + n·sizeof(T) + ceil(n / 8) bytes. The decoder
 /// checks every field: the form, k <= n, the section sizes, strictly increasing indices below n (by
 /// construction of the gaps), the gap sum, the bitmap's popcount and padding, and that nothing trails.
 
@@ -301,7 +301,7 @@ void decode_bitmap(const body& b, std::size_t count, T* out) {
 /// The top-K sparsifier of DCT-DP; see the file comment for the stream.
 class TopK {
  public:
-  static constexpr std::uint8_t id = codec_ids::topk;
+  static constexpr codec_id id = own_layout_codec_id<codec_ids::topk>();
   /// TopK keeps a fraction of the entries; it takes no error bound (the header states the bound it met).
   static constexpr bool uses_error_bound = false;
 
@@ -488,7 +488,7 @@ class TopK {
     const double max_dropped =
         static_cast<double>(sparsify::magnitude_of_key<T>(static_cast<bits_of<T>>(max_dropped_key)));
     stream_header header;
-    header.codec_id = id;
+    header.codec = id;
     header.type = value_type_of<T>;
     header.count = count;
     header.error_bound = max_dropped;

@@ -309,7 +309,7 @@ ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std
   if (team.rank() == 0) {
     if (c == 0) {
       stream_header header;
-      header.codec_id = pipeline_codec_id(Q::id, P::id, E::id);
+      header.codec = pipeline_codec_id<Q, P, E>();
       header.type = value_type_of<T>;
       header.has_fill_value = job.has_fill;
       header.count = layout.count(s);
@@ -370,12 +370,11 @@ ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std
 enum class decode_fault_code : std::uint32_t {
   none = 0,
   short_stream,        // shorter than its header and index
-  not_a_stream,        // magic, version or reserved flags
+  bad_header,          // the header does not parse (detail: the header_fault)
   wrong_codec,         // codec id or value type
   wrong_count,         // value count is not the output's
   wrong_chunking,      // chunk length or count is not the codec's
   bad_error_bound,     // not finite, or no quantizer step while chunks are coded
-  bad_fill,            // fill bits wider than the type, or set without the flag
   wrong_length,        // header + index + chunks is not the stream's length
   bad_chunk_kind,
   bad_verbatim_chunk,  // size is not 1 + the chunk's values
@@ -402,37 +401,19 @@ struct decompress_job {
   std::uint64_t stream_bytes[max_batch_streams] = {};
 };
 
-/// The header fields a device decoder checks against what it was asked to decode.
+/// The header fields a device decoder checks against what it was asked to decode; a header that does
+/// not parse is `bad_header`, its header_fault in `detail`.
 template <class Q, class P, class E, floating_value T>
 ZCOLL_HOST_DEVICE decode_fault_code check_header(const std::byte* stream, std::uint64_t length, std::uint64_t count,
-                                                 std::uint32_t chunk_values, stream_header& h) {
+                                                 std::uint32_t chunk_values, stream_header& h, header_fault& detail) {
   const std::uint32_t chunks = static_cast<std::uint32_t>(chunk_count_for(count, chunk_values));
   if (length < stream_prefix_size_bytes(chunks)) return decode_fault_code::short_stream;
-  std::uint32_t magic = 0;
-  std::memcpy(&magic, stream, 4);
-  if (magic != stream_magic_word) return decode_fault_code::not_a_stream;
-  const auto flags = std::to_integer<std::uint8_t>(stream[7]);
-  if (std::to_integer<std::uint8_t>(stream[4]) != stream_format_version || flags > 1) {
-    return decode_fault_code::not_a_stream;
-  }
-  if (std::to_integer<std::uint8_t>(stream[5]) != pipeline_codec_id(Q::id, P::id, E::id) ||
-      std::to_integer<std::uint8_t>(stream[6]) != static_cast<std::uint8_t>(value_type_of<T>)) {
-    return decode_fault_code::wrong_codec;
-  }
-  h.has_fill_value = flags == 1;
-  std::memcpy(&h.count, stream + 8, 8);
-  std::memcpy(&h.error_bound, stream + 16, 8);
-  std::memcpy(&h.fill_bits, stream + 24, 8);
-  std::memcpy(&h.chunk_values, stream + 32, 4);
-  std::memcpy(&h.chunk_count, stream + 36, 4);
+  detail = parse_stream_header(stream, length, h);
+  if (detail != header_fault::none) return decode_fault_code::bad_header;
+  if (!(h.codec == pipeline_codec_id<Q, P, E>()) || h.type != value_type_of<T>) return decode_fault_code::wrong_codec;
   if (h.count != count) return decode_fault_code::wrong_count;
   if (h.chunk_values != chunk_values || h.chunk_count != chunks) return decode_fault_code::wrong_chunking;
-  if (!(h.error_bound >= 0.0) || !(h.error_bound <= std::numeric_limits<double>::max())) {
-    return decode_fault_code::bad_error_bound;
-  }
-  if ((sizeof(T) == 4 && (h.fill_bits >> 32) != 0) || (!h.has_fill_value && h.fill_bits != 0)) {
-    return decode_fault_code::bad_fill;
-  }
+  if (!(h.error_bound <= std::numeric_limits<double>::max())) return decode_fault_code::bad_error_bound;
   return decode_fault_code::none;
 }
 
@@ -504,16 +485,18 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
   // 1. Header, and the chunk's size from the index; every tile takes part in the scan, failed or not,
   // so that no later tile waits for ever.
   stream_header h;
-  const decode_fault_code header_fault = check_header<Q, P, E, T>(stream, length, layout.count(s), layout.chunk_values, h);
+  header_fault parse_fault = header_fault::none;
+  const decode_fault_code header_check =
+      check_header<Q, P, E, T>(stream, length, layout.count(s), layout.chunk_values, h, parse_fault);
   std::uint32_t size = 0;
-  if (header_fault == decode_fault_code::none && n > 0) {
+  if (header_check == decode_fault_code::none && n > 0) {
     std::memcpy(&size, stream + stream_header_size_bytes + 4 * std::size_t{c}, 4);
   }
   const std::uint64_t prefix_bytes = stream_prefix_size_bytes(chunks);
   const placement earlier = team.tile_prefix(placement{size, size, c == 0 ? 1u : 0u});
   const std::uint64_t offset = prefix_bytes + (c == 0 ? 0 : earlier.in_stream);
-  if (header_fault != decode_fault_code::none) {
-    if (team.rank() == 0 && c == 0) fail(header_fault, 0);
+  if (header_check != decode_fault_code::none) {
+    if (team.rank() == 0 && c == 0) fail(header_check, static_cast<std::uint64_t>(parse_fault));
     return;
   }
   if (c + 1 >= chunks && offset + size != length) {
