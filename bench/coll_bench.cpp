@@ -53,6 +53,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zcoll/codec/registry.hpp"
 #include "zcoll/collective/compressed.hpp"
 #include "zcoll/schedule/schedules.hpp"
 #include "zcoll/transport/any.hpp"
@@ -197,11 +198,54 @@ std::vector<std::size_t> parse_sizes(const std::string& text) {
   return sizes;
 }
 
-bool is_rowwise(const std::string& codec) { return codec == "int8" || codec == "int4"; }
+/// A codec the registry (zcoll/codec/registry.hpp) marks for the collectives, as this benchmark uses it.
+struct coll_codec {
+  std::string name;
+  std::string pipeline;           ///< Codec::name()
+  zcoll::collective_use use = zcoll::collective_use::none;
+  bool on_rows = false;           ///< works on rows (collective_config::row_length): f32 only here
+  bool uses_error_bound = false;  ///< false: a bound of its own (per row, or none: identity)
+};
+
+const std::vector<coll_codec>& coll_codecs() {
+  static const std::vector<coll_codec> codecs = [] {
+    std::vector<coll_codec> list;
+    zcoll::for_each_registered_codec([&]<class Entry>() {
+      if constexpr (Entry::traits.collective != zcoll::collective_use::none) {
+        list.push_back({std::string(Entry::name), Entry::type::name(), Entry::traits.collective,
+                        Entry::traits.input == zcoll::codec_input::rows, Entry::type::uses_error_bound});
+      }
+    });
+    return list;
+  }();
+  return codecs;
+}
+
+/// The registered collective codec `name`; nullptr when there is none.
+const coll_codec* find_coll_codec(const std::string& name) {
+  for (const auto& c : coll_codecs()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+std::string coll_codec_names() {
+  std::string names;
+  for (const auto& c : coll_codecs()) names += (names.empty() ? "" : ", ") + c.name;
+  return names;
+}
+
+const coll_codec& codec_of(const std::string& name) { return *find_coll_codec(name); }  // parse() checked it
+
+/// Row-wise quantizers: rows, and a bound each row's range sets.
+bool is_rowwise(const std::string& codec) { return codec_of(codec).on_rows && !codec_of(codec).uses_error_bound; }
 
 /// Codecs that work on rows (collective_config::row_length): the row-wise quantizers, and the embedding
 /// codecs, whose rows are the embedding vectors.
-bool works_on_rows(const std::string& codec) { return is_rowwise(codec) || codec == "embedding-hybrid"; }
+bool works_on_rows(const std::string& codec) { return codec_of(codec).on_rows; }
+
+/// Codecs that move the values as they are (identity): no bound, no rows.
+bool is_lossless(const std::string& codec) { return !codec_of(codec).on_rows && !codec_of(codec).uses_error_bound; }
 
 bool is_reduction(collective_op op) { return op == collective_op::allreduce || op == collective_op::reduce_scatter; }
 
@@ -251,7 +295,8 @@ collective:
   --group-size 2|4|8    ranks per group of the hierarchical schedule (default 8)
   --root R              root of bcast, scatter and gather (default 0)
 codec:
-  --codec fzlight|int8|int4|embedding-hybrid|identity    (default fzlight); int8 and int4 are the
+  --codec NAME          a collective codec of zcoll/codec/registry.hpp (default fzlight; the list is
+                        printed below); int8 and int4 are the
                         row-wise quantizers (FBGEMM's layout, one scale and bias per row), their bound
                         per row; embedding-hybrid (Huffman or vector-LZ per block, by the speed-up model)
                         codes embedding vectors of --row values (with --synthetic embeddings: its dim)
@@ -345,8 +390,8 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     } else if (flag == "--root") {
       o.root = static_cast<int>(parse_integer(value, "--root", 0, 1 << 20));
     } else if (flag == "--codec") {
-      if (value != "fzlight" && value != "identity" && value != "int8" && value != "int4" && value != "embedding-hybrid") {
-        usage_error(fmt::format("--codec: unknown codec '{}' (fzlight, int8, int4, embedding-hybrid, identity)", value));
+      if (find_coll_codec(value) == nullptr) {
+        usage_error(fmt::format("--codec: '{}' is not a collective codec of the registry ({})", value, coll_codec_names()));
       }
       o.codec = value;
     } else if (flag == "--row") {
@@ -391,8 +436,8 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
   }
   o.sizes_bytes = parse_sizes(sizes_text);
   if (works_on_rows(o.codec) && o.type != "f32") usage_error(fmt::format("--codec {} runs on --type f32", o.codec));
-  if (o.codec == "embedding-hybrid" && o.schedule != "pairwise") {
-    usage_error("--codec embedding-hybrid runs over --schedule pairwise (the embedding all-to-all)");
+  if (codec_of(o.codec).use == zcoll::collective_use::alltoall && o.schedule != "pairwise") {
+    usage_error(fmt::format("--codec {} runs over --schedule pairwise (the embedding all-to-all)", o.codec));
   }
   if (o.synthetic.rfind("embeddings", 0) == 0) {
     // The embedding vectors are the rows.
@@ -1030,20 +1075,22 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
   return rows;
 }
 
-/// Every (value type, schedule, codec) is a template instantiation of the whole benchmark: the row-based
-/// codecs run on f32 (their DLRM use), the embedding codec over Pairwise (the embedding all-to-all), which
-/// keeps this file's compile time in bounds (validate_combination says so to the user).
+/// Every (value type, schedule, codec) is a template instantiation of the whole benchmark: the registry's
+/// collective codecs only, those on rows on f32 (their DLRM use), the all-to-all ones over Pairwise only,
+/// which keeps this file's compile time in bounds (parse() says so to the user).
 template <class T, class S>
 std::vector<coll_row> run_codec(const coll_options& o, std::span<const T> file_values, rank_env<T>& env) {
-  if (o.codec == "identity") return run_sizes<T, S, zcoll::Identity>(o, file_values, env);
-  if constexpr (std::is_same_v<T, float>) {
-    if (o.codec == "int8") return run_sizes<T, S, zcoll::Int8>(o, file_values, env);
-    if (o.codec == "int4") return run_sizes<T, S, zcoll::Int4>(o, file_values, env);
-    if constexpr (std::is_same_v<S, zcoll::Pairwise>) {
-      if (o.codec == "embedding-hybrid") return run_sizes<T, S, zcoll::EmbeddingHybrid>(o, file_values, env);
+  return zcoll::with_registered_codec(o.codec, [&]<class Entry>() -> std::vector<coll_row> {
+    constexpr zcoll::codec_traits traits = Entry::traits;
+    constexpr bool type_fits = traits.input == zcoll::codec_input::values || std::is_same_v<T, float>;
+    constexpr bool schedule_fits = traits.collective == zcoll::collective_use::every ||
+                                   (traits.collective == zcoll::collective_use::alltoall && std::is_same_v<S, zcoll::Pairwise>);
+    if constexpr (type_fits && schedule_fits) {
+      return run_sizes<T, S, typename Entry::type>(o, file_values, env);
+    } else {
+      throw std::logic_error("zcoll-bench coll: codec " + o.codec + " was let through for this type or schedule");
     }
-  }
-  return run_sizes<T, S, zcoll::FZLight>(o, file_values, env);
+  });
 }
 
 template <class T>
@@ -1062,18 +1109,18 @@ std::string cell(double v, const char* format) {
 }
 
 std::string codec_title(const coll_options& o) {
-  if (o.codec == "identity") return "identity";
+  const coll_codec& codec = codec_of(o.codec);
+  if (is_lossless(o.codec)) return o.codec;
   if (is_rowwise(o.codec)) return fmt::format("{} (rows of {}: the bound is per row, from its range)", o.codec, o.row_length);
-  if (o.codec == "embedding-hybrid") {
-    return fmt::format("embedding-hybrid ({}, {}, vectors of {})", zcoll::EmbeddingHybrid::name(),
-                       zcoll::to_string(o.error_bound), o.row_length);
+  if (codec.on_rows) {
+    return fmt::format("{} ({}, {}, vectors of {})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), o.row_length);
   }
-  return fmt::format("fzlight ({}, {})", zcoll::FZLight::name(), zcoll::to_string(o.error_bound));
+  return fmt::format("{} ({}, {})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound));
 }
 
 /// The bound column: the configured bound, "-" for identity, the row length for a row-wise codec.
 std::string bound_title(const coll_options& o) {
-  if (o.codec == "identity") return "-";
+  if (is_lossless(o.codec)) return "-";
   if (is_rowwise(o.codec)) return fmt::format("per row of {}", o.row_length);
   return zcoll::to_string(o.error_bound);
 }
@@ -1380,7 +1427,7 @@ int with_options(int argc, char** argv, Run run) {
   try {
     const std::optional<coll_options> o = parse_coll(argc, argv);
     if (!o) {
-      if (speaks) std::fputs(help_text, stdout);
+      if (speaks) fmt::print("{}\ncollective codecs of the registry: {}\n", help_text, coll_codec_names());
       return 0;
     }
     return run(*o);

@@ -13,6 +13,7 @@
 
 #include "zcoll/codec/pipeline.cuh"
 #include "zcoll/codec/presets.hpp"
+#include "zcoll/codec/registry.hpp"
 
 namespace zcoll_bench {
 
@@ -147,19 +148,36 @@ cuda_batch_result measure_codec_batch(const zcoll::codec_config& config, std::sp
   return result;
 }
 
-/// Calls fn.template operator()<Codec>() for the codec named `name`. FZLight only: every pipeline the
-/// CUDA driver takes costs this file 16 kernels of nvcc time (2 types x 4 team sizes x 2 directions), and
-/// the others (linear-bitshuffle, lorenzo-raw) differ in the per-block math alone, which the host
-/// benchmark measures.
+/// Calls fn.template operator()<Codec>() for the registered codec named `name` (zcoll/codec/registry.hpp)
+/// if the registry marks it for the device. Only FZLight is: every pipeline the CUDA driver takes costs
+/// this file 16 kernels of nvcc time (2 types x 4 team sizes x 2 directions), and the others
+/// (linear-bitshuffle, lorenzo-raw) differ in the per-block math alone, which the host benchmark measures.
+/// The registered codecs marked for the device.
+std::vector<std::string> device_codec_names() {
+  std::vector<std::string> names;
+  zcoll::for_each_registered_codec([&]<class Entry>() {
+    if constexpr (Entry::traits.device) names.emplace_back(Entry::name);
+  });
+  return names;
+}
+
 template <class Fn>
 auto with_codec(const std::string& name, Fn&& fn) {
-  if (name == "fzlight") return fn.template operator()<zcoll::FZLight>();
-  throw std::invalid_argument("--device cuda: zcoll-bench measures fzlight on the device, not '" + name + "'");
+  using result = decltype(fn.template operator()<zcoll::FZLight>());
+  return zcoll::with_registered_codec(name, [&]<class Entry>() -> result {
+    if constexpr (Entry::traits.device) {
+      return fn.template operator()<typename Entry::type>();
+    } else {
+      std::string list;
+      for (const auto& device_codec : device_codec_names()) list += (list.empty() ? "" : ", ") + device_codec;
+      throw std::invalid_argument("--device cuda: zcoll-bench measures " + list + " on the device, not '" + name + "'");
+    }
+  });
 }
 
 }  // namespace
 
-std::vector<std::string> cuda_codec_names() { return {"fzlight"}; }
+std::vector<std::string> cuda_codec_names() { return device_codec_names(); }
 
 double cuda_memcpy_seconds(std::size_t bytes, unsigned repeat, std::string& device_name) {
   int device = 0;

@@ -40,6 +40,7 @@
 #if ZCOLL_BENCH_HAS_CUDA
 #include "cuda_codec_bench.hpp"
 #endif
+#include "zcoll/codec/registry.hpp"
 #include "zcoll/zcoll.hpp"
 
 namespace {
@@ -491,10 +492,8 @@ row measure_zfp(const options& o, const dataset<T>& data, const zcoll::bound& bo
 }
 #endif
 
-using LinearBitShuffle = zcoll::Pipeline<zcoll::quantize::Linear, zcoll::predict::None, zcoll::encode::BitShuffle>;
-using LorenzoRaw = zcoll::Pipeline<zcoll::quantize::Linear, zcoll::predict::Lorenzo1D, zcoll::encode::Raw>;
-
-/// The codecs by their command-line names, in the order 'all' runs them.
+/// The codecs by their command-line names, in the order 'all' runs them: the registry's
+/// (zcoll/codec/registry.hpp).
 template <class T>
 using measure_fn = row (*)(const options&, const dataset<T>&, const zcoll::bound&, double, std::vector<T>&);
 
@@ -505,33 +504,17 @@ struct codec_entry {
   std::string pipeline;
 };
 
-template <class Codec, class T>
-codec_entry<T> entry_of() {
-  return {&measure<Codec, T>, Codec::uses_error_bound, Codec::name()};
-}
-
 template <class T>
 const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
-  static const std::vector<std::pair<std::string, codec_entry<T>>> table = {
-      {"fzlight", entry_of<zcoll::FZLight, T>()},
-      {"identity", entry_of<zcoll::Identity, T>()},
-      {"linear-bitshuffle", entry_of<LinearBitShuffle, T>()},
-      {"lorenzo-raw", entry_of<LorenzoRaw, T>()},
-      {"embedding-lz", entry_of<zcoll::EmbeddingLZ, T>()},
-      {"embedding-huffman", entry_of<zcoll::EmbeddingHuffman, T>()},
-      {"embedding-hybrid", entry_of<zcoll::EmbeddingHybrid, T>()},
-      {"int8", entry_of<zcoll::Int8, T>()},
-      {"int4", entry_of<zcoll::Int4, T>()},
-      {"int2", entry_of<zcoll::Int2, T>()},
-      {"highratio-1d", entry_of<zcoll::HighRatio<1>, T>()},
-      {"highratio-2d", entry_of<zcoll::HighRatio<2>, T>()},
-      {"highratio-3d", entry_of<zcoll::HighRatio<3>, T>()},
-      {"topk", entry_of<zcoll::TopK, T>()},
-      {"fp16", entry_of<zcoll::FP16, T>()},
-      {"bf16", entry_of<zcoll::BF16, T>()},
-      {"fp8-e4m3", entry_of<zcoll::FP8E4M3, T>()},
-      {"fp8-e5m2", entry_of<zcoll::FP8E5M2, T>()},
-  };
+  static const std::vector<std::pair<std::string, codec_entry<T>>> table = [] {
+    std::vector<std::pair<std::string, codec_entry<T>>> entries;
+    zcoll::for_each_registered_codec([&]<class Entry>() {
+      using Codec = typename Entry::type;
+      entries.emplace_back(std::string(Entry::name),
+                           codec_entry<T>{&measure<Codec, T>, Codec::uses_error_bound, Codec::name()});
+    });
+    return entries;
+  }();
   return table;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// The codecs the fuzz targets cover, by name: covering a new codec is one line in ZCOLL_FUZZ_CODECS below.
+// The fuzz targets of every codec of the registry (zcoll/codec/registry.hpp): registering a codec fuzzes it.
 //
 // decode: arbitrary bytes through the codec's convenience decoder, whose output is sized from the stream
 // header (so a header that claims 2^40 values must be refused before anything is allocated). It must
@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "zcoll/codec/registry.hpp"
 #include "zcoll/zcoll.hpp"
 
 namespace zcoll_fuzz {
@@ -25,19 +27,9 @@ namespace zcoll_fuzz {
 /// The row length the row-based codecs get: short rows, so small inputs hold several.
 inline constexpr std::size_t row_length = 16;
 
-/// Codecs that work on rows (their configuration needs the row length).
-template <class Codec>
-inline constexpr bool takes_rows = false;
-template <>
-inline constexpr bool takes_rows<zcoll::Int8> = true;
-template <>
-inline constexpr bool takes_rows<zcoll::Int4> = true;
-template <>
-inline constexpr bool takes_rows<zcoll::Int2> = true;
-template <>
-inline constexpr bool takes_rows<zcoll::EmbeddingLZ> = true;
-template <>
-inline constexpr bool takes_rows<zcoll::EmbeddingHybrid> = true;
+/// Registered codecs that work on rows (their configuration needs the row length).
+template <class Entry>
+inline constexpr bool takes_rows = Entry::traits.input == zcoll::codec_input::rows;
 
 /// Codecs that promise the configured error bound state it (the others state a bound of their own:
 /// row-wise quantizers per row, casts half an ulp, top-K none).
@@ -57,16 +49,16 @@ constexpr bool keeps_infinities_of() {
 template <class Codec>
 inline constexpr bool keeps_infinities = keeps_infinities_of<Codec>();
 
-template <class Codec>
+template <class Entry>
 zcoll::codec_config config_for(double eb) {
   zcoll::codec_config config{.error_bound = zcoll::absolute(eb)};
-  if constexpr (takes_rows<Codec>) config.shape = {row_length};
+  if constexpr (takes_rows<Entry>) config.shape = {row_length};
   return config;
 }
 
-template <class Codec>
+template <class Entry>
 void decode(std::span<const std::byte> stream) {
-  const Codec codec{config_for<Codec>(0.0)};
+  const typename Entry::type codec{config_for<Entry>(0.0)};
   const zcoll::stream_header header = zcoll::read_stream_header(stream);
   if (header.type == zcoll::value_type::f64) {
     (void)codec.template decompress<double>(stream);
@@ -98,10 +90,11 @@ std::ptrdiff_t first_violation(std::span<const T> in, std::span<const T> out, do
   return -1;
 }
 
-template <class Codec, class T>
+template <class Entry, class T>
 violation round_trip(std::span<const T> values, double eb) {
-  const Codec codec{config_for<Codec>(eb)};
-  if constexpr (takes_rows<Codec>) values = values.first(values.size() / row_length * row_length);  // whole rows
+  using Codec = typename Entry::type;
+  const Codec codec{config_for<Entry>(eb)};
+  if constexpr (takes_rows<Entry>) values = values.first(values.size() / row_length * row_length);  // whole rows
   std::vector<std::byte> stream(codec.template max_compressed_size<T>(values.size()));
   std::span<const std::byte> written;
   try {
@@ -118,38 +111,14 @@ violation round_trip(std::span<const T> values, double eb) {
   return {bad, value, stated, requested};
 }
 
+/// A codec's targets, and the writer of its seed corpus (fuzz/seed_corpus.hpp).
 struct fuzz_codec {
   std::string_view name;
   void (*decode)(std::span<const std::byte>);
   violation (*round_trip_f32)(std::span<const float>, double);
   violation (*round_trip_f64)(std::span<const double>, double);
+  int (*write_seeds)(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& fields);
 };
-
-template <class Codec>
-constexpr fuzz_codec entry(std::string_view name) {
-  return {name, &decode<Codec>, &round_trip<Codec, float>, &round_trip<Codec, double>};
-}
-
-/// Every codec the targets cover, as X(type, "name"): covering a new codec is one line in either half.
-/// Two halves of about equal compile time: the fuzz binary instantiates each half's targets in a
-/// translation unit of its own (fuzz/instances_*.cpp), so that it builds on two cores.
-#define ZCOLL_FUZZ_CODECS_FIRST_HALF(X)            \
-  X(zcoll::FZLight, "fzlight")                    \
-  X(zcoll::HighRatio<1>, "highratio-1d")          \
-  X(zcoll::EmbeddingHybrid, "embedding-hybrid")   \
-  X(zcoll::Int8, "int8")                          \
-  X(zcoll::FP16, "fp16")                          \
-  X(zcoll::BF16, "bf16")                          \
-  X(zcoll::Identity, "identity")
-#define ZCOLL_FUZZ_CODECS_SECOND_HALF(X)           \
-  X(zcoll::EmbeddingHuffman, "embedding-huffman") \
-  X(zcoll::EmbeddingLZ, "embedding-lz")           \
-  X(zcoll::Int4, "int4")                          \
-  X(zcoll::Int2, "int2")                          \
-  X(zcoll::FP8E4M3, "fp8-e4m3")                   \
-  X(zcoll::FP8E5M2, "fp8-e5m2")                   \
-  X(zcoll::TopK, "topk")
-#define ZCOLL_FUZZ_CODECS(X) ZCOLL_FUZZ_CODECS_FIRST_HALF(X) ZCOLL_FUZZ_CODECS_SECOND_HALF(X)
 
 /// The round-trip target's input: byte 0 picks the value type (bit 0: f64) and the absolute bound
 /// 2^(e - 24), e = byte 0 >> 1 (2^-24 .. 2^103); the other bytes are the values, raw.
@@ -176,13 +145,6 @@ inline std::string describe(const violation& v, std::string_view codec) {
     std::snprintf(line, sizeof line, " states the bound %g, looser than the %g it was asked for", v.stated, v.requested);
   }
   return text + line;
-}
-
-inline const std::vector<fuzz_codec>& fuzz_codecs() {
-#define ZCOLL_FUZZ_ENTRY(type, name) entry<type>(name),
-  static const std::vector<fuzz_codec> codecs = {ZCOLL_FUZZ_CODECS(ZCOLL_FUZZ_ENTRY)};
-#undef ZCOLL_FUZZ_ENTRY
-  return codecs;
 }
 
 }  // namespace zcoll_fuzz

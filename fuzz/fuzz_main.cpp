@@ -17,11 +17,20 @@
 
 #include "fuzz_target.hpp"
 #include "instances.hpp"
-#include "seed_corpus.hpp"
-
-ZCOLL_FUZZ_CODECS(ZCOLL_FUZZ_DECLARE_INSTANCES)
 
 namespace {
+
+/// Every registered codec's targets, from the two halves.
+const std::vector<zcoll_fuzz::fuzz_codec>& codecs() {
+  static const std::vector<zcoll_fuzz::fuzz_codec> all = [] {
+    auto list = zcoll_fuzz::first_half_codecs();
+    const auto second = zcoll_fuzz::second_half_codecs();
+    list.insert(list.end(), second.begin(), second.end());
+    return list;
+  }();
+  return all;
+}
+
 const zcoll_fuzz::fuzz_codec* codec = nullptr;
 zcoll_fuzz::target target = zcoll_fuzz::target::decode;
 }  // namespace
@@ -32,13 +41,13 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
     for (int i = 1; i < *argc; ++i) {
       if ((*argv)[i][0] != '-') fields.emplace_back((*argv)[i]);
     }
-    const int files = zcoll_fuzz::write_seed_corpora(std::filesystem::path(out), fields);
-    std::printf("zcoll-fuzz: %d seed files for %zu codecs in %.*s\n", files, zcoll_fuzz::fuzz_codecs().size(),
+    const int files = zcoll_fuzz::write_seed_corpora(codecs(), std::filesystem::path(out), fields);
+    std::printf("zcoll-fuzz: %d seed files for %zu codecs in %.*s\n", files, codecs().size(),
                 static_cast<int>(out.size()), out.data());
     std::exit(0);
   }
-  codec = &zcoll_fuzz::codec_from_arguments(*argc, *argv);
-  target = zcoll_fuzz::target_from_arguments(*argc, *argv);
+  codec = &zcoll_fuzz::codec_from_arguments(*argc, *argv, codecs());
+  target = zcoll_fuzz::target_from_arguments(*argc, *argv, codecs());
   return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
 #include "fuzz_codecs.hpp"
 
@@ -27,31 +28,31 @@ inline std::string_view flag(int argc, char** argv, std::string_view name) {
   return {};
 }
 
-[[noreturn]] inline void usage(const char* problem) {
+[[noreturn]] inline void usage(const char* problem, const std::vector<fuzz_codec>& codecs) {
   std::fprintf(stderr,
                "zcoll-fuzz: %s\n"
                "usage: zcoll-fuzz --codec=NAME --target=decode|round-trip [libFuzzer flags] CORPUS_DIR...\n"
                "       zcoll-fuzz --write-seeds=OUT_DIR [FIELD.f32...]\ncodecs:",
                problem);
-  for (const auto& c : fuzz_codecs()) std::fprintf(stderr, " %.*s", static_cast<int>(c.name.size()), c.name.data());
+  for (const auto& c : codecs) std::fprintf(stderr, " %.*s", static_cast<int>(c.name.size()), c.name.data());
   std::fprintf(stderr, "\n");
   std::exit(2);
 }
 
-inline const fuzz_codec& codec_from_arguments(int argc, char** argv) {
+inline const fuzz_codec& codec_from_arguments(int argc, char** argv, const std::vector<fuzz_codec>& codecs) {
   const std::string_view name = flag(argc, argv, "codec");
-  if (name.empty()) usage("give the codec to fuzz as --codec=NAME");
-  for (const auto& c : fuzz_codecs()) {
+  if (name.empty()) usage("give the codec to fuzz as --codec=NAME", codecs);
+  for (const auto& c : codecs) {
     if (c.name == name) return c;
   }
-  usage("unknown codec");
+  usage("unknown codec", codecs);
 }
 
-inline target target_from_arguments(int argc, char** argv) {
+inline target target_from_arguments(int argc, char** argv, const std::vector<fuzz_codec>& codecs) {
   const std::string_view name = flag(argc, argv, "target");
   if (name == "decode") return target::decode;
   if (name == "round-trip") return target::round_trip;
-  usage("give the target as --target=decode or --target=round-trip");
+  usage("give the target as --target=decode or --target=round-trip", codecs);
 }
 
 }  // namespace zcoll_fuzz

@@ -1,4 +1,4 @@
-// The fuzz targets of the second half of ZCOLL_FUZZ_CODECS (fuzz/instances.hpp).
+// The fuzz targets of the registered codecs at odd places (fuzz/instances.hpp).
 #include "instances.hpp"
 
-ZCOLL_FUZZ_CODECS_SECOND_HALF(ZCOLL_FUZZ_DEFINE_INSTANCES)
+std::vector<zcoll_fuzz::fuzz_codec> zcoll_fuzz::second_half_codecs() { return registered_fuzz_codecs<2, 1>(); }

@@ -1,5 +1,5 @@
 #pragma once
-// The seed corpora of the fuzz targets: for every codec of fuzz_codecs.hpp, real streams (slices of the
+// The seed corpora of the fuzz targets: for every registered codec, real streams (slices of the
 // bundled fields and the adversarial inputs of the codec tests, at several bounds) for the decoder, and
 // the same inputs in the round-trip target's format (byte 0: type and bound, then the values).
 //
@@ -63,14 +63,14 @@ std::byte round_trip_header(int exponent) {
   return std::byte(static_cast<std::uint8_t>(((exponent + 24) << 1) | (sizeof(T) == 8 ? 1 : 0)));
 }
 
-template <class Codec, class T>
+template <class Entry, class T>
 int write_seeds(const fs::path& dir, const std::vector<seed_input<T>>& inputs) {
   int files = 0;
   for (const int exponent : {-20, -10, -4, 0}) {
-    const Codec codec{config_for<Codec>(std::ldexp(1.0, exponent))};
+    const typename Entry::type codec{config_for<Entry>(std::ldexp(1.0, exponent))};
     for (const auto& input : inputs) {
       std::span<const T> values(input.values);
-      if constexpr (takes_rows<Codec>) values = values.first(values.size() / row_length * row_length);
+      if constexpr (takes_rows<Entry>) values = values.first(values.size() / row_length * row_length);
       const std::string stem = input.name + "-" + (sizeof(T) == 8 ? "f64" : "f32") + "-e" + std::to_string(exponent);
       std::vector<std::byte> round_trip{round_trip_header<T>(exponent)};
       const auto raw = std::as_bytes(values);
@@ -98,31 +98,36 @@ inline std::vector<float> read_field(const fs::path& path, std::size_t values) {
   return field;
 }
 
-template <class Codec>
+template <class Entry>
 int seeds_for(const fs::path& dir, const std::vector<fs::path>& fields) {
   fs::create_directories(dir / "decode");
   fs::create_directories(dir / "round-trip");
   auto floats = adversarial_inputs<float>();
   for (const auto& field : fields) floats.push_back({field.stem().string(), read_field(field, 4096)});
-  return write_seeds<Codec, float>(dir, floats) + write_seeds<Codec, double>(dir, adversarial_inputs<double>());
+  return write_seeds<Entry, float>(dir, floats) + write_seeds<Entry, double>(dir, adversarial_inputs<double>());
 }
-
-struct seed_writer {
-  const char* name;
-  int (*write)(const fs::path&, const std::vector<fs::path>&);
-};
 
 }  // namespace seeds
 
-
-/// Writes every codec's seeds under `out`; returns the number of files written.
-inline int write_seed_corpora(const std::filesystem::path& out, const std::vector<std::filesystem::path>& fields) {
-#define ZCOLL_FUZZ_SEEDS(type, name) seeds::seed_writer{name, &seeds::seeds_for<type>},
-  const seeds::seed_writer writers[] = {ZCOLL_FUZZ_CODECS(ZCOLL_FUZZ_SEEDS)};
-#undef ZCOLL_FUZZ_SEEDS
+/// Writes the seeds of every codec of `codecs` under `out`; returns the number of files written.
+inline int write_seed_corpora(const std::vector<fuzz_codec>& codecs, const std::filesystem::path& out,
+                              const std::vector<std::filesystem::path>& fields) {
   int files = 0;
-  for (const auto& writer : writers) files += writer.write(out / writer.name, fields);
+  for (const auto& codec : codecs) files += codec.write_seeds(out / codec.name, fields);
   return files;
+}
+
+/// The targets and seed writers of every Parts-th registered codec from Part, instantiated where this is
+/// called: the fuzz binary splits them between two translation units (fuzz/instances_*.cpp) so that it
+/// builds on two cores.
+template <std::size_t Parts = 1, std::size_t Part = 0>
+std::vector<fuzz_codec> registered_fuzz_codecs() {
+  std::vector<fuzz_codec> codecs;
+  zcoll::for_each_registered_codec<Parts, Part>([&]<class Entry>() {
+    codecs.push_back({Entry::name, &decode<Entry>, &round_trip<Entry, float>, &round_trip<Entry, double>,
+                      &seeds::seeds_for<Entry>});
+  });
+  return codecs;
 }
 
 }  // namespace zcoll_fuzz

@@ -78,10 +78,10 @@ std::size_t largest_allocation_of_failing(Fn&& call) {
   return largest_allocation.load();
 }
 
-/// A real stream of 160 values from the codec, for patching.
-template <class Codec>
+/// A real stream of 160 values from the registered codec, for patching.
+template <class Entry>
 std::vector<std::byte> stream_of_160() {
-  const Codec codec{zcoll_fuzz::config_for<Codec>(1e-3)};
+  const typename Entry::type codec{zcoll_fuzz::config_for<Entry>(1e-3)};
   std::vector<float> values(160);
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17) * 0.25f;
   std::vector<std::byte> stream(codec.template max_compressed_size<float>(values.size()));
@@ -90,10 +90,10 @@ std::vector<std::byte> stream_of_160() {
   return stream;
 }
 
-template <class Codec>
-void check_codec(const char* name) {
-  INFO("codec " << name);
-  const Codec codec{zcoll_fuzz::config_for<Codec>(1e-3)};
+template <class Entry>
+void check_codec() {
+  INFO("codec " << Entry::name);
+  const typename Entry::type codec{zcoll_fuzz::config_for<Entry>(1e-3)};
   // Counts near SIZE_MAX / sizeof(T) (multiples of every row length the codecs take): an argument_error,
   // or a bound that did not wrap. Every codec's worst case spends at least a bit per value (a cast to
   // FP8 a byte, Int2 two bits, top-K's bitmap one), so a wrapped bound shows as one under count / 8.
@@ -113,15 +113,14 @@ void check_codec(const char* name) {
 
   // A header that claims 2^40 values (and 2^40 / 32 values, still far more than the body holds), with
   // the real body and with the body cut to 100 bytes: format_error, before anything large is allocated.
-  const auto real = stream_of_160<Codec>();
+  const auto real = stream_of_160<Entry>();
   for (const std::uint64_t claimed : {std::uint64_t{1} << 40, std::uint64_t{1} << 35, ~std::uint64_t{0}}) {
     for (const std::size_t length : {real.size(), std::min<std::size_t>(real.size(), 100)}) {
       INFO("claimed count " << claimed << ", stream of " << length << " bytes");
       std::vector<std::byte> hostile(real.begin(), real.begin() + static_cast<std::ptrdiff_t>(length));
-      std::memcpy(hostile.data() + 8, &claimed, sizeof claimed);  // stream_header::count
-      const auto decode = zcoll_fuzz::fuzz_codecs();  // built before the measurement starts
-      const auto& entry = *std::find_if(decode.begin(), decode.end(), [&](const auto& c) { return c.name == name; });
-      CHECK(largest_allocation_of_failing<zcoll::format_error>([&] { entry.decode(hostile); }) < reasonable_bytes);
+      std::memcpy(hostile.data() + 16, &claimed, sizeof claimed);  // stream_header::count (core/stream_header.hpp)
+      CHECK(largest_allocation_of_failing<zcoll::format_error>([&] { zcoll_fuzz::decode<Entry>(hostile); }) <
+            reasonable_bytes);
     }
   }
 }
@@ -146,9 +145,7 @@ TEST_CASE("checked_multiply and checked_add refuse to wrap and name the call", "
 TEST_CASE("Every codec: counts near SIZE_MAX / sizeof(T) and headers that claim 2^40 values are errors, "
           "with no large allocation",
           "[codec][checked_size]") {
-#define ZCOLL_CHECK_CODEC(type, name) check_codec<type>(name);
-  ZCOLL_FUZZ_CODECS(ZCOLL_CHECK_CODEC)
-#undef ZCOLL_CHECK_CODEC
+  zcoll::for_each_registered_codec([]<class Entry>() { check_codec<Entry>(); });
 }
 
 TEST_CASE("Collectives: per-rank counts whose product or sum wraps are argument errors on every rank, before "

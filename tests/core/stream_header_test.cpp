@@ -330,7 +330,7 @@ TEST_CASE("stream layout helpers", "[core][stream_header]") {
 
 // A stream of zcoll before API 1.0: its 40-byte header with version 1 and the stage ids packed in byte 5.
 TEST_CASE("stream header: a format version 1 stream is refused, naming its version", "[core][stream_header]") {
-  std::vector<std::byte> v1(40 + 4 * 1 + 3, std::byte{0});
+  std::vector<std::byte> v1(40 + 4 * 1 + 12, std::byte{0});  // header, index, a chunk of 12 bytes
   for (std::size_t i = 0; i < 4; ++i) v1[i] = std::byte{zcoll::stream_magic[i]};
   v1[4] = std::byte{1};     // version 1
   v1[5] = std::byte{0x95};  // FZLight's v1 id: 1 qqq pp ee = 1 001 01 01

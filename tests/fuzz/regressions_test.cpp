@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "fuzz_codecs.hpp"
+#include "seed_corpus.hpp"
 
 namespace {
 
@@ -21,7 +21,8 @@ std::vector<std::uint8_t> read_bytes(const fs::path& path) {
 }
 
 const zcoll_fuzz::fuzz_codec* codec_named(const std::string& name) {
-  for (const auto& c : zcoll_fuzz::fuzz_codecs()) {
+  static const std::vector<zcoll_fuzz::fuzz_codec> codecs = zcoll_fuzz::registered_fuzz_codecs();
+  for (const auto& c : codecs) {
     if (c.name == name) return &c;
   }
   return nullptr;

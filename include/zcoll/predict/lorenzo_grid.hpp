@@ -113,10 +113,12 @@ struct LorenzoGrid {
     /// Residuals of the next 32 codes.
     ZCOLL_ALWAYS_INLINE void forward(const std::int32_t* ZCOLL_RESTRICT codes, std::int32_t* ZCOLL_RESTRICT residuals) {
       std::uint32_t* h = next();
+      // The left neighbour is (h + j)[-1], not h[j - 1]: at j = 0, j - 1 wraps to SIZE_MAX and the pointer
+      // arithmetic with it is undefined (UBSan's pointer-overflow check, met by the fuzz harness).
       for (std::size_t j = 0; j < block_values; ++j) h[j] = static_cast<std::uint32_t>(codes[j]);
       if (interior_block()) {
         for (std::size_t j = 0; j < block_values; ++j) {
-          residuals[j] = static_cast<std::int32_t>(h[j] - h[j - 1] - behind(h, j, ~0u, ~0u));
+          residuals[j] = static_cast<std::int32_t>(h[j] - (h + j)[-1] - behind(h, j, ~0u, ~0u));
         }
         advance_interior();
         return;
@@ -124,7 +126,7 @@ struct LorenzoGrid {
       std::uint32_t left[block_values], up[block_values];
       lane_masks(left, up);
       for (std::size_t j = 0; j < block_values; ++j) {
-        residuals[j] = static_cast<std::int32_t>(h[j] - (h[j - 1] & left[j]) - behind(h, j, left[j], up[j]));
+        residuals[j] = static_cast<std::int32_t>(h[j] - ((h + j)[-1] & left[j]) - behind(h, j, left[j], up[j]));
       }
       position_ += block_values;
     }
@@ -150,7 +152,7 @@ struct LorenzoGrid {
       std::uint32_t left[block_values], up[block_values];
       lane_masks(left, up);
       for (std::size_t j = 0; j < block_values; ++j) {
-        h[j] = values[j] + (h[j - 1] & left[j]) + behind(h, j, left[j], up[j]);
+        h[j] = values[j] + ((h + j)[-1] & left[j]) + behind(h, j, left[j], up[j]);
         values[j] = h[j];
       }
       position_ += block_values;
