@@ -138,7 +138,9 @@ parsed_stream<T> check_round_trip(const std::vector<T>& x, double keep_fraction,
     REQUIRE(r.header.count == x.size());
     // The smaller index form: gaps only when they beat the bitmap.
     REQUIRE(r.stream.size() <= zcoll::TopK::max_compressed_size<T>(x.size()));
-    const auto report = codec.last_report();
+    zcoll::TopK::state state;
+    REQUIRE(codec.compress(state, x) == r.stream);  // with a state: the same bytes, and the report
+    const auto report = state.last;
     REQUIRE(report.count == x.size());
     REQUIRE(report.kept_count == parsed.indices.size());
     REQUIRE(report.threshold == static_cast<double>(tau));
@@ -429,6 +431,7 @@ TEST_CASE("Error feedback by hand: the transmitted sum converges to the input su
   std::vector<double> sum_in(n, 0.0), sum_sent(n, 0.0);
   std::vector<std::byte> stream(codec.max_compressed_size<float>(n));
   std::vector<bool> ever_sent(n, false);
+  zcoll::TopK::state state;  // the threshold schedule: tau lives 10 steps
   double gap_at_50 = 0.0;
   for (int step = 1; step <= 400; ++step) {
     for (std::size_t i = 0; i < n; ++i) {
@@ -436,7 +439,8 @@ TEST_CASE("Error feedback by hand: the transmitted sum converges to the input su
       sum_in[i] += g;
       z[i] = g + e[i];
     }
-    const auto written = codec.compress_with_residual(zcoll::exec::Host{}, z, stream, std::span<float>(e));
+    const auto written = codec.compress_with_residual(zcoll::exec::Host{}, state, z, stream, std::span<float>(e));
+    CHECK(state.last.threshold_recomputed == (step % 10 == 1));
     codec.decompress(zcoll::exec::Host{}, written, std::span<float>(decoded));
     for (std::size_t i = 0; i < n; ++i) {
       sum_sent[i] += decoded[i];
@@ -468,11 +472,12 @@ TEMPLATE_TEST_CASE("The threshold life span through the codec", "[codec][topk]",
   const zcoll::TopK codec({}, {.keep_fraction = 0.01, .threshold_life_span = 4});
   std::vector<std::byte> stream(codec.max_compressed_size<T>(20000));
   double previous = -1.0;
+  zcoll::TopK::state state;
   for (int call = 0; call < 11; ++call) {
     // The data grow every call: a reused tau keeps more than 1 %.
     const auto x = laplace_values<T>(20000, 90 + static_cast<std::uint64_t>(call), 1.0 + 0.5 * call);
-    codec.compress(zcoll::exec::Host{}, x, stream);
-    const auto report = codec.last_report();
+    codec.compress(zcoll::exec::Host{}, state, x, stream);
+    const auto report = state.last;
     INFO("call " << call << ": kept " << report.obtained_keep_fraction());
     CHECK(report.threshold_recomputed == (call % 4 == 0));
     if (call % 4 == 0) {
@@ -484,20 +489,32 @@ TEMPLATE_TEST_CASE("The threshold life span through the codec", "[codec][topk]",
     }
     previous = report.threshold;
   }
-  // A copy carries the schedule: its next call (call 11) reuses tau.
-  const zcoll::TopK copy = codec;
+  // A copy of the state carries the schedule: its next call (call 11) reuses tau; a fresh state and the
+  // stateless call recompute it.
+  auto copy = state;
   const auto x = laplace_values<T>(20000, 200);
-  copy.compress(zcoll::exec::Host{}, x, stream);
-  CHECK_FALSE(copy.last_report().threshold_recomputed);
-  CHECK(copy.last_report().threshold == previous);
+  codec.compress(zcoll::exec::Host{}, copy, x, stream);
+  CHECK_FALSE(copy.last.threshold_recomputed);
+  CHECK(copy.last.threshold == previous);
+  zcoll::TopK::state fresh;
+  codec.compress(zcoll::exec::Host{}, fresh, x, stream);
+  CHECK(fresh.last.threshold_recomputed);
+  CHECK(std::vector<std::byte>(stream.begin(), stream.begin() + static_cast<std::ptrdiff_t>(codec.compress(x).size())) ==
+        codec.compress(x));
+  // A state made by another TopK's settings starts over under these.
+  const zcoll::TopK other({}, {.keep_fraction = 0.05, .threshold_life_span = 4});
+  other.compress(zcoll::exec::Host{}, copy, x, stream);
+  CHECK(copy.last.threshold_recomputed);
+  CHECK(copy.last.target_keep_fraction == 0.05);
 }
 
 TEMPLATE_TEST_CASE("TopK with the Laplace estimate reports the fraction it obtained", "[codec][topk]", float, double) {
   using T = TestType;
   const zcoll::TopK codec({}, {.keep_fraction = 0.01, .threshold = sp::threshold_method::laplace});
   const auto x = laplace_values<T>(1 << 20, 100);
-  const auto stream = codec.compress(x);
-  const auto report = codec.last_report();
+  zcoll::TopK::state state;
+  const auto stream = codec.compress(state, x);
+  const auto report = state.last;
   CHECK(report.method_used == sp::threshold_method::laplace);
   WARN(type_name<T>() << " TopK, Laplace threshold, target keep 1 % of 2^20 Laplace values: obtained "
                       << report.obtained_keep_fraction() * 100.0 << " %, " << stream.size() << " bytes");
@@ -513,7 +530,7 @@ TEST_CASE("TopK configuration", "[codec][topk]") {
   CHECK(defaults.sparsity().keep_fraction == 0.01);
   CHECK(defaults.sparsity().threshold_life_span == 1u);
   CHECK(defaults.sparsity().threshold == sp::threshold_method::exact);
-  CHECK(defaults.last_report().count == 0u);
+  CHECK(zcoll::TopK::state{}.last.count == 0u);
   const zcoll::TopK from_config(zcoll::codec_config{.error_bound = zcoll::absolute(0.5)});
   CHECK(from_config.config().error_bound.value == 0.5);
   CHECK_THROWS_AS(zcoll::TopK({}, {.keep_fraction = 0.0}), zcoll::argument_error);

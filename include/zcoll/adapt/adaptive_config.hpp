@@ -37,7 +37,7 @@
 
 #include "zcoll/adapt/error_bound_schedule.hpp"
 #include "zcoll/adapt/homogenization.hpp"
-#include "zcoll/adapt/select.hpp"
+#include "zcoll/codec/speedup_model.hpp"
 #include "zcoll/adapt/table_classifier.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/core/error.hpp"

@@ -200,7 +200,7 @@ class Cast : public span_codec<Cast<Format>> {
   template <floating_value T>
   static stream_header read_header(std::span<const std::byte> in) {
     const stream_header header = read_stream_header(in);
-    require_codec_and_type(header, id, name(), value_type_of<T>);
+    require_codec_and_type(header, id, name, value_type_of<T>);
     require_unchunked_without_fill(header, name());
     const std::size_t body_bytes = in.size() - stream_header_size_bytes;
     if (header.count != body_bytes / sizeof(storage) || body_bytes % sizeof(storage) != 0) {

@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <ranges>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include "zcoll/core/exec.hpp"
@@ -12,12 +11,21 @@
 namespace zcoll {
 
 /// Compresses `in` with `codec` on one thread into a vector sized by max_compressed_size and trimmed to
-/// the stream; `extra` goes to compress after the output (a feedback key, a table id).
-template <class Codec, std::ranges::contiguous_range R, class... Extra>
-std::vector<std::byte> compress_to_vector(const Codec& codec, const R& in, Extra&&... extra) {
+/// the stream.
+template <class Codec, std::ranges::contiguous_range R>
+std::vector<std::byte> compress_to_vector(const Codec& codec, const R& in) {
   using T = std::ranges::range_value_t<R>;
   std::vector<std::byte> stream(codec.template max_compressed_size<T>(std::ranges::size(in)));
-  stream.resize(codec.compress(exec::Host{}, in, std::span<std::byte>(stream), std::forward<Extra>(extra)...).size());
+  stream.resize(codec.compress(exec::Host{}, in, std::span<std::byte>(stream)).size());
+  return stream;
+}
+
+/// The same for a codec that keeps state (codec/keyed_state.hpp): compress(exec, state, in, out).
+template <class Codec, class State, std::ranges::contiguous_range R>
+std::vector<std::byte> compress_to_vector(const Codec& codec, State& state, const R& in) {
+  using T = std::ranges::range_value_t<R>;
+  std::vector<std::byte> stream(codec.template max_compressed_size<T>(std::ranges::size(in)));
+  stream.resize(codec.compress(exec::Host{}, state, in, std::span<std::byte>(stream)).size());
   return stream;
 }
 

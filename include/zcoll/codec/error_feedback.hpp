@@ -2,23 +2,27 @@
 /// ErrorFeedback<C>: carried-forward error compensation for any codec (quantized-collectives paper,
 /// Algorithm 1; DCT-DP's error feedback).
 ///
-/// Each call adds the error left over from the previous call with the same key, compresses the sum and
+/// Each call adds the error left over from the previous call on the same state, compresses the sum and
 /// keeps what the receiver will not see:
 ///
-///     z = x + e[key];   transmit C(z);   e[key] = z - decode(C(z))
+///     z = x + e;   transmit C(z);   e = z - decode(C(z))
 ///
 /// so over many steps the sum of what was transmitted tracks the sum of the inputs however coarse C is.
 /// The stream is C's own (same codec id): receivers decode it with C and need not know about the feedback.
 ///
+///     const zcoll::ErrorFeedback<zcoll::Int4> ef{{.shape = {rows, dim}}};
+///     zcoll::codec_state<decltype(ef)> residuals;          // the caller's: one entry per tensor
+///     auto written = ef.compress(zcoll::exec::Host{}, residuals.at(layer), grad, out);
+///
 /// The residual is computed in the encode pass where C offers it (C::compress_with_residual, as TopK
 /// does: the dropped entries are the residual), so it costs no decode; otherwise it decodes the stream
-/// once more. Keys name tensors (one residual per key); a key's residual keeps its first length and type.
+/// once more, into scratch the state keeps. A state's residual keeps its first length and type; once
+/// sized, a call allocates nothing. The codec itself holds no state: one ErrorFeedback serves every
+/// tensor and thread, each with its own state entry.
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <ranges>
 #include <span>
 #include <string>
@@ -29,14 +33,12 @@
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/compress_to_vector.hpp"
 #include "zcoll/codec/concepts.hpp"
+#include "zcoll/codec/keyed_state.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
 #include "zcoll/core/value_type.hpp"
 
 namespace zcoll {
-
-/// Names the tensor whose residual a compression carries forward.
-using feedback_key = std::uint64_t;
 
 namespace detail {
 /// C fuses the residual into its encode pass: compress_with_residual(exec, in, out, residual) writes
@@ -55,14 +57,24 @@ class ErrorFeedback {
   static constexpr codec_id id = C::id;
   static constexpr bool uses_error_bound = C::uses_error_bound;
 
+  /// What one tensor carries from call to call: the residual e (and C's own state, when C keeps one).
+  struct state {
+    std::variant<std::monostate, std::vector<float>, std::vector<double>> residual;
+    std::variant<std::monostate, std::vector<float>, std::vector<double>> decoded;  ///< scratch: C(z) decoded
+    state_of<C> inner;
+
+    /// The residual as T values (empty before the first call).
+    template <floating_value T>
+    std::span<const T> residual_values() const {
+      const auto* values = std::get_if<std::vector<T>>(&residual);
+      return values == nullptr ? std::span<const T>{} : std::span<const T>(*values);
+    }
+  };
+
   static std::string name() { return "error-feedback(" + C::name() + ")"; }
 
   explicit ErrorFeedback(codec_config config = {}) : codec_(std::move(config)) {}
   explicit ErrorFeedback(C codec) : codec_(std::move(codec)) {}
-  ErrorFeedback(const ErrorFeedback& other) : codec_(other.codec_) {
-    const std::lock_guard lock(other.mutex_);
-    residuals_ = other.residuals_;
-  }
 
   const codec_config& config() const { return codec_.config(); }
   const C& inner() const { return codec_; }
@@ -72,23 +84,22 @@ class ErrorFeedback {
     return codec_.template max_compressed_size<T>(count);
   }
 
-  /// Compresses in + e[key] into `out` and keeps the new residual under `key`; returns the bytes written.
+  /// Compresses in + st's residual into `out` and keeps the new residual in `st`; returns the bytes written.
   template <std::ranges::contiguous_range R>
     requires floating_value<std::ranges::range_value_t<R>>
-  std::span<std::byte> compress(const exec::Host& exec, const R& in, std::span<std::byte> out,
-                                feedback_key key) const {
+  std::span<std::byte> compress(const exec::Host& exec, state& st, const R& in, std::span<std::byte> out) const {
     using T = std::ranges::range_value_t<R>;
     const std::span<const T> x(std::ranges::data(in), std::ranges::size(in));
-    std::vector<T>& residual = residual_for<T>(key, x.size());
+    std::vector<T>& residual = sized<T>(st.residual, x.size(), "residuals");
     // z = x + e, in place in the residual buffer; then e = z - decode(C(z)), also in place.
     for (std::size_t i = 0; i < x.size(); ++i) residual[i] = x[i] + residual[i];
     std::span<std::byte> written;
     if constexpr (detail::fuses_residual<C, T>) {
       // The fused encoder reads z and writes the residual over it, element by element.
-      written = codec_.compress_with_residual(exec, std::span<const T>(residual), out, std::span<T>(residual));
+      written = compress_inner_with_residual(exec, st, std::span<const T>(residual), out, std::span<T>(residual));
     } else {
-      written = codec_.compress(exec, residual, out);
-      std::vector<T> decoded(residual.size());
+      written = compress_with_state(codec_, exec, st.inner, residual, out);
+      std::vector<T>& decoded = sized<T>(st.decoded, residual.size(), "decoded values");
       codec_.decompress(exec, written, decoded);
       for (std::size_t i = 0; i < residual.size(); ++i) residual[i] -= decoded[i];
     }
@@ -98,11 +109,12 @@ class ErrorFeedback {
     return written;
   }
 
-  /// The codec interface: feedback under key 0.
+  /// The codec interface: one step with a fresh state (no residual carried in, none kept).
   template <std::ranges::contiguous_range R>
     requires floating_value<std::ranges::range_value_t<R>>
   std::span<std::byte> compress(const exec::Host& exec, const R& in, std::span<std::byte> out) const {
-    return compress(exec, in, out, feedback_key{0});
+    state fresh;
+    return compress(exec, fresh, in, out);
   }
 
   /// C's decoder: the stream is C's.
@@ -112,11 +124,11 @@ class ErrorFeedback {
     codec_.decompress(exec, in, std::forward<R>(out));
   }
 
-  /// Convenience: a new vector holding the stream (key 0), one thread.
+  /// Convenience: a new vector holding the stream, one thread.
   template <std::ranges::contiguous_range R>
     requires floating_value<std::ranges::range_value_t<R>>
-  std::vector<std::byte> compress(const R& in, feedback_key key = 0) const {
-    return compress_to_vector(*this, in, key);
+  std::vector<std::byte> compress(state& st, const R& in) const {
+    return compress_to_vector(*this, st, in);
   }
 
   template <floating_value T>
@@ -124,56 +136,37 @@ class ErrorFeedback {
     return codec_.template decompress<T>(in);
   }
 
-  /// The residual carried under `key` (empty if none yet): a copy, for inspection and checkpoints.
-  template <floating_value T>
-  std::vector<T> residual(feedback_key key) const {
-    const std::lock_guard lock(mutex_);
-    const auto found = residuals_.find(key);
-    if (found == residuals_.end()) return {};
-    const auto* values = std::get_if<std::vector<T>>(&found->second);
-    if (values == nullptr) {
-      throw argument_error("ErrorFeedback::residual: key " + std::to_string(key) + " holds " +
-                           to_string(value_type_of<T> == value_type::f32 ? value_type::f64 : value_type::f32) +
-                           " values");
-    }
-    return *values;
-  }
-
-  /// Forgets the residual of `key` (a tensor that is re-initialised), or of every key.
-  void reset(feedback_key key) const {
-    const std::lock_guard lock(mutex_);
-    residuals_.erase(key);
-  }
-  void reset() const {
-    const std::lock_guard lock(mutex_);
-    residuals_.clear();
-  }
-
  private:
-  /// The residual vector of `key`, created as zeros on first use. Calls with different keys may run
-  /// at once; two calls with one key at once are a caller error (one tensor, one stream of steps).
   template <floating_value T>
-  std::vector<T>& residual_for(feedback_key key, std::size_t count) const {
-    const std::lock_guard lock(mutex_);
-    auto [entry, inserted] = residuals_.try_emplace(key, std::vector<T>(count, T(0)));
-    auto* values = std::get_if<std::vector<T>>(&entry->second);
+  std::span<std::byte> compress_inner_with_residual(const exec::Host& exec, state& st, std::span<const T> z,
+                                                    std::span<std::byte> out, std::span<T> residual) const {
+    if constexpr (stateful_codec<C>) {
+      return codec_.compress_with_residual(exec, st.inner, z, out, residual);
+    } else {
+      return codec_.compress_with_residual(exec, z, out, residual);
+    }
+  }
+
+  /// The buffer of `slot` as T values of `count`, zeros when made. A slot keeps its first length and type:
+  /// a call with another is an argument_error (one state per tensor).
+  template <floating_value T>
+  static std::vector<T>& sized(std::variant<std::monostate, std::vector<float>, std::vector<double>>& slot,
+                               std::size_t count, const char* what) {
+    if (std::holds_alternative<std::monostate>(slot)) slot = std::vector<T>(count, T(0));
+    auto* values = std::get_if<std::vector<T>>(&slot);
     if (values == nullptr) {
-      throw argument_error("ErrorFeedback::compress: key " + std::to_string(key) + " carries " +
-                           to_string(value_type_of<T> == value_type::f32 ? value_type::f64 : value_type::f32) +
-                           " residuals, this call passes " + to_string(value_type_of<T>) + " values");
+      throw argument_error(std::string("ErrorFeedback::compress: the state carries ") +
+                           to_string(value_type_of<T> == value_type::f32 ? value_type::f64 : value_type::f32) + " " +
+                           what + ", this call passes " + to_string(value_type_of<T>) + " values");
     }
     if (values->size() != count) {
-      throw argument_error("ErrorFeedback::compress: key " + std::to_string(key) + " carries " +
-                           std::to_string(values->size()) + " residuals, this call passes " + std::to_string(count) +
-                           " values (one key per tensor)");
+      throw argument_error("ErrorFeedback::compress: the state carries " + std::to_string(values->size()) + " " +
+                           what + ", this call passes " + std::to_string(count) + " values (one state per tensor)");
     }
     return *values;
   }
 
   C codec_;
-  mutable std::mutex mutex_;
-  // std::map: references to a key's vector stay valid while other keys are added.
-  mutable std::map<feedback_key, std::variant<std::vector<float>, std::vector<double>>> residuals_;
 };
 
 }  // namespace zcoll

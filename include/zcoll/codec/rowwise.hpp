@@ -179,7 +179,7 @@ class RowwiseQuantized : public span_codec<RowwiseQuantized<Bits>> {
     stream_rows s;
     s.header = read_stream_header(in);
     const stream_header& h = s.header;
-    require_codec_and_type(h, id, name(), value_type_of<T>);
+    require_codec_and_type(h, id, name, value_type_of<T>);
     require_unchunked_without_fill(h, name());
     if (!std::isfinite(h.error_bound)) {
       throw format_error("a " + name() + " stream states a finite error bound, not " + std::to_string(h.error_bound));

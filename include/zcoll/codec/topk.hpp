@@ -3,15 +3,18 @@
 /// with their indices, the rest decode to 0; tau is the top-K threshold of sparsify/topk_threshold.hpp
 /// (or its Laplace estimate), recomputed every threshold_life_span calls by a threshold_schedule.
 ///
-///     zcoll::TopK codec{{}, {.keep_fraction = 0.01, .threshold_life_span = 1000}};
+///     const zcoll::TopK codec{{}, {.keep_fraction = 0.01, .threshold_life_span = 1000}};
+///     zcoll::codec_state<zcoll::TopK> thresholds;          // the caller's: one entry per tensor
 ///     std::vector<std::byte> stream(codec.max_compressed_size<float>(grad.size()));
-///     auto written = codec.compress_with_residual(zcoll::exec::Host{}, grad, stream, residual);  // EF: e = z - C(z)
+///     auto written = codec.compress_with_residual(zcoll::exec::Host{}, thresholds.at(layer), grad, stream,
+///                                                 residual);  // EF: e = z - C(z)
 ///     codec.decompress(zcoll::exec::Host{}, written, restored);
+///     thresholds.at(layer).last;                            // what the call did (tau, kept fraction)
 ///
-/// One TopK object serves one tensor: like DCT-DP, which keeps tau per layer, it holds the threshold
-/// schedule as state. compress is const (a codec's interface) and the state sits in a mutable member
-/// behind a mutex, so concurrent calls are safe but serialised, and calls on different tensors would
-/// share (and restart) one schedule. Which entries are kept is the rule of topk_threshold.hpp: |x| >= tau
+/// The codec is an immutable value; like DCT-DP, which keeps tau per layer, the threshold schedule of a
+/// tensor lives in a TopK::state the caller owns and passes in (codec/keyed_state.hpp), so one TopK
+/// serves every tensor and thread. Without a state a call recomputes tau, as a life span of 1 does. Which
+/// entries are kept is the rule of topk_threshold.hpp: |x| >= tau
 /// and x != 0, every NaN (sent bit for bit) and so every ±Inf; -0.0 decodes to +0.0. codec_config's
 /// error_bound, chunk_values, fill_value and shape do not apply to a sparsifier and are ignored.
 ///
@@ -44,7 +47,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 #include <optional>
 #include <ranges>
 #include <span>
@@ -307,40 +309,28 @@ class TopK {
 
   static std::string name() { return "topk"; }
 
+  /// What one tensor carries from call to call: its threshold schedule (tau and the calls since it was
+  /// computed), what the last call did, and the passes' scratch (kept: a call allocates nothing once warm).
+  struct state {
+    std::optional<sparsify::threshold_schedule> schedule;  ///< made by the first call, from the codec's settings
+    topk_report last;                                      ///< what the last call did
+    std::vector<detail::topk::pass_result> passes;
+  };
+
   /// The defaults of topk_config: keep 1 %, exact threshold, recomputed on every call.
   explicit TopK(codec_config config = {}) : TopK(std::move(config), topk_config{}) {}
 
   TopK(codec_config config, topk_config sparsity)
       : config_(std::move(config)),
         sparsity_(sparsity),
-        schedule_({.keep_fraction = sparsity.keep_fraction,
-                   .threshold_life_span = sparsity.threshold_life_span,
-                   .method = sparsity.threshold}) {}
-
-  /// A copy carries the configuration and the schedule's state (tau and the call count).
-  TopK(const TopK& other) : config_(other.config_), sparsity_(other.sparsity_) {
-    const std::lock_guard lock(other.mutex_);
-    schedule_ = other.schedule_;
-    report_ = other.report_;
-  }
-  TopK& operator=(const TopK& other) {
-    if (this == &other) return *this;
-    const std::scoped_lock lock(mutex_, other.mutex_);
-    config_ = other.config_;
-    sparsity_ = other.sparsity_;
-    schedule_ = other.schedule_;
-    report_ = other.report_;
-    return *this;
+        schedule_config_{.keep_fraction = sparsity.keep_fraction,
+                         .threshold_life_span = sparsity.threshold_life_span,
+                         .method = sparsity.threshold} {
+    sparsify::threshold_schedule{schedule_config_};  // checks the settings now, not on the first call
   }
 
   const codec_config& config() const { return config_; }
   const topk_config& sparsity() const { return sparsity_; }
-
-  /// What the last compress call did (value count, kept count, tau, obtained fraction).
-  topk_report last_report() const {
-    const std::lock_guard lock(mutex_);
-    return report_;
-  }
 
   /// Bytes compress may write for `count` values: header, form, kept count, every value and a bitmap.
   template <floating_value T>
@@ -354,9 +344,18 @@ class TopK {
   /// written, a prefix of `out`. The bytes do not depend on exec.threads.
   template <std::ranges::contiguous_range R>
     requires floating_value<std::ranges::range_value_t<R>>
-  std::span<std::byte> compress(const exec::Host& exec, const R& in, std::span<std::byte> out) const {
+  std::span<std::byte> compress(const exec::Host& exec, state& st, const R& in, std::span<std::byte> out) const {
     using T = std::ranges::range_value_t<R>;
-    return compress_values<T>(exec, std::span<const T>(std::ranges::data(in), std::ranges::size(in)), out, nullptr);
+    return compress_values<T>(exec, st, std::span<const T>(std::ranges::data(in), std::ranges::size(in)), out,
+                              nullptr);
+  }
+
+  /// The codec interface: a call with a fresh state (tau computed on this input).
+  template <std::ranges::contiguous_range R>
+    requires floating_value<std::ranges::range_value_t<R>>
+  std::span<std::byte> compress(const exec::Host& exec, const R& in, std::span<std::byte> out) const {
+    state fresh;
+    return compress(exec, fresh, in, out);
   }
 
   /// compress, also writing in the same pass residual[i] = in[i] - decoded[i]: in[i] where the entry is
@@ -364,15 +363,24 @@ class TopK {
   /// residual.size() must equal in.size(); residual may be `in` itself (z becomes e in place).
   template <std::ranges::contiguous_range R>
     requires floating_value<std::ranges::range_value_t<R>>
-  std::span<std::byte> compress_with_residual(const exec::Host& exec, const R& in, std::span<std::byte> out,
+  std::span<std::byte> compress_with_residual(const exec::Host& exec, state& st, const R& in, std::span<std::byte> out,
                                               std::span<std::ranges::range_value_t<R>> residual) const {
     using T = std::ranges::range_value_t<R>;
     if (residual.size() != std::ranges::size(in)) {
       throw argument_error("compress_with_residual: residual holds " + std::to_string(residual.size()) +
                            " values, the input has " + std::to_string(std::ranges::size(in)));
     }
-    return compress_values<T>(exec, std::span<const T>(std::ranges::data(in), std::ranges::size(in)), out,
+    return compress_values<T>(exec, st, std::span<const T>(std::ranges::data(in), std::ranges::size(in)), out,
                               residual.data());
+  }
+
+  /// compress_with_residual with a fresh state.
+  template <std::ranges::contiguous_range R>
+    requires floating_value<std::ranges::range_value_t<R>>
+  std::span<std::byte> compress_with_residual(const exec::Host& exec, const R& in, std::span<std::byte> out,
+                                              std::span<std::ranges::range_value_t<R>> residual) const {
+    state fresh;
+    return compress_with_residual(exec, fresh, in, out, residual);
   }
 
   /// Decompresses a whole stream into `out`, which must hold exactly the stream's value count (else
@@ -398,6 +406,11 @@ class TopK {
   std::vector<std::byte> compress(const R& in) const {
     return compress_to_vector(*this, in);
   }
+  template <std::ranges::contiguous_range R>
+    requires floating_value<std::ranges::range_value_t<R>>
+  std::vector<std::byte> compress(state& st, const R& in) const {
+    return compress_to_vector(*this, st, in);
+  }
 
   /// Convenience: a new vector of the stream's values. The whole stream is validated before the
   /// vector is allocated (a sparse stream may be far smaller than its values).
@@ -417,7 +430,7 @@ class TopK {
   template <floating_value T>
   static stream_header checked_header(std::span<const std::byte> in) {
     const stream_header header = read_stream_header(in);
-    require_codec_and_type(header, id, name(), value_type_of<T>);
+    require_codec_and_type(header, id, name, value_type_of<T>);
     require_unchunked_without_fill(header, name());
     if (!std::isfinite(header.error_bound)) {
       throw format_error("topk stream states a bound of " + std::to_string(header.error_bound) +
@@ -440,16 +453,16 @@ class TopK {
   }
 
   template <floating_value T>
-  std::span<std::byte> compress_values(const exec::Host& exec, std::span<const T> in, std::span<std::byte> out,
-                                       T* residual) const {
+  std::span<std::byte> compress_values(const exec::Host& exec, state& st, std::span<const T> in,
+                                       std::span<std::byte> out, T* residual) const {
     const std::size_t count = in.size();
     const std::size_t needed = max_compressed_size<T>(count);
     if (out.size() < needed) {
       throw argument_error("compress: out has " + std::to_string(out.size()) + " bytes, max_compressed_size(" +
                            std::to_string(count) + ") = " + std::to_string(needed) + " are needed");
     }
-    const std::lock_guard lock(mutex_);
-    const sparsify::threshold_decision decision = schedule_.next(exec, in);
+    if (!st.schedule || !same_settings(st.schedule->config(), schedule_config_)) st.schedule.emplace(schedule_config_);
+    const sparsify::threshold_decision decision = st.schedule->next(exec, in);
     const auto tau = static_cast<T>(decision.threshold);
 
     // Each worker writes its kept values into its own slice of the worst-case values region and its
@@ -460,7 +473,7 @@ class TopK {
     constexpr std::size_t block = sparsify::detail::mask_word_values;
     const std::size_t blocks = sparsify::detail::mask_word_count(count);
     const std::size_t workers = exec::worker_count(exec, blocks);
-    std::vector<detail::topk::pass_result>& results = pass_results_;  // kept between calls: no allocation
+    std::vector<detail::topk::pass_result>& results = st.passes;  // kept between calls: no allocation
     results.assign(workers, {});
     exec::for_each_range(exec, blocks, [&](std::size_t w, std::size_t first, std::size_t last) {
       results[w] = detail::topk::threshold_pass(in.data(), first * block, std::min(last * block, count), count,
@@ -499,17 +512,19 @@ class TopK {
     prefix.write(static_cast<std::uint8_t>(form));
     prefix.write(static_cast<std::uint64_t>(kept));
 
-    report_ = {count,         kept, sparsity_.keep_fraction, decision.threshold, decision.recomputed,
+    st.last = {count,         kept, sparsity_.keep_fraction, decision.threshold, decision.recomputed,
                decision.method_used, max_dropped};
     return out.first(detail::topk::values_offset + kept * sizeof(T) + gap_bytes.value_or(bitmap_bytes));
   }
 
+  /// Whether a state's schedule follows these settings (a state passed to another TopK starts over).
+  static bool same_settings(const sparsify::threshold_schedule_config& a, const sparsify::threshold_schedule_config& b) {
+    return a.keep_fraction == b.keep_fraction && a.threshold_life_span == b.threshold_life_span && a.method == b.method;
+  }
+
   codec_config config_;
   topk_config sparsity_;
-  mutable std::mutex mutex_;
-  mutable sparsify::threshold_schedule schedule_;
-  mutable topk_report report_;
-  mutable std::vector<detail::topk::pass_result> pass_results_;
+  sparsify::threshold_schedule_config schedule_config_;
 };
 
 }  // namespace zcoll

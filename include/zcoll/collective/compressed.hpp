@@ -42,6 +42,7 @@
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/codec/error_feedback.hpp"
+#include "zcoll/codec/keyed_state.hpp"
 #include "zcoll/codec/presets.hpp"
 #include "zcoll/collective/collective_report.hpp"
 #include "zcoll/collective/verify.hpp"
@@ -625,7 +626,7 @@ class Compressed {
   /// Compresses `values` at the end of `buffer` (grown as needed); returns its slot.
   template <floating_value T, class C>
   slot encode(const C& codec, std::span<const T> values, std::vector<std::byte>& buffer, std::size_t at,
-              feedback_key key = no_feedback) {
+              state_key key = no_feedback) {
     const auto start = clock::now();
     std::size_t written = 0;
     if (compress_now_) {
@@ -634,12 +635,15 @@ class Compressed {
       const bool compressed = guarded(-1, [&] {
         buffer.resize(std::max(buffer.size(), at + codec.template max_compressed_size<T>(values.size())));
         const auto out = std::span<std::byte>(buffer).subspan(at);
+        static_assert(std::is_same_v<C, Codec>, "encode: the collective's codec, whose state state_ keeps");
         if constexpr (carries_feedback<C>) {
           // Feedback only where a key names the hop; data movement compresses each block once, plainly.
-          written = key != no_feedback ? codec.compress(exec(), values, out, key).size()
-                                       : codec.inner().compress(exec(), values, out).size();
+          written = key != no_feedback
+                        ? codec.compress(exec(), state_.at(key), values, out).size()
+                        : compress_with_state(codec.inner(), exec(), state_.at(no_feedback).inner, values, out).size();
         } else {
-          written = codec.compress(exec(), values, out).size();
+          // A codec that learns (TopK's threshold, Hybrid's choice) keeps one state for the collective.
+          written = compress_with_state(codec, exec(), state_.at(no_feedback), values, out).size();
         }
       });
       buffer.resize(std::max(buffer.size(), at + written));
@@ -697,9 +701,9 @@ class Compressed {
   }
 
   /// The codec every hop of a reduction uses, with the one absolute bound `eb`. Kept from call to call
-  /// while eb does not change, so an ErrorFeedback codec carries its residuals from one call to the next
-  /// (with a relative bound they restart whenever the global range changes the absolute bound); a codec
-  /// that takes no error bound (row-wise, top-K) is the collective's own.
+  /// while eb does not change; the residuals of error feedback (state_) restart when it changes, as the
+  /// global range of a relative bound can make it do; a codec that takes no error bound (row-wise,
+  /// top-K) is the collective's own.
   const Codec& hop_codec(double eb) {
     if constexpr (!Codec::uses_error_bound) {
       return codec_;
@@ -707,6 +711,7 @@ class Compressed {
       if (!hop_codec_ || hop_codec_bound_ != eb) {
         hop_codec_.emplace(codec_settings(absolute(eb)));
         hop_codec_bound_ = eb;
+        if constexpr (carries_feedback<Codec>) state_.clear();
       }
       return *hop_codec_;
     }
@@ -756,7 +761,7 @@ class Compressed {
     for (int b = 0; b < blocks; ++b) {
       if (!held(b)) continue;
       if (compress_now_) {
-        const feedback_key key = feedback_op_ ? hop_key(*feedback_op_, 0, b, source(b).size()) : no_feedback;
+        const state_key key = feedback_op_ ? hop_key(*feedback_op_, 0, b, source(b).size()) : no_feedback;
         const slot written = encode<T>(codec, source(b), arena_, end, key);
         held_bound_ = std::max(held_bound_, last_encode_bound_);
         held_offsets_[index(b)] = written.offset;  // located once the arena stops growing, below
@@ -1074,7 +1079,7 @@ class Compressed {
     };
     for (std::size_t k = 0; k < out.size(); ++k) {
       hop_segment& segment = out[k];
-      const feedback_key key = segment_key(hop_key(kind, round, st.send.first_block, values(st.send).second), k);
+      const state_key key = segment_key(hop_key(kind, round, st.send.first_block, values(st.send).second), k);
       const auto values_of = std::span<const T>(work).subspan(segment.lo, segment.count);
       segment.stream = encode<T>(hops, values_of, arena_, segment.stream.offset, key);
       const hop_error sent_error = carried.after_compression(last_encode_bound_);
@@ -1191,32 +1196,29 @@ class Compressed {
 
   /// Error feedback per hop: the codec carries each hop's residual to the same hop of the next call.
   template <class C>
-  static constexpr bool carries_feedback = requires(const C& c, std::span<const float> in, std::span<std::byte> out) {
-    c.compress(exec::Host{}, in, out, feedback_key{});
-    c.inner();
-  };
+  static constexpr bool carries_feedback = stateful_codec<C> && requires(const C& c) { c.inner(); };
 
   /// encode() without error feedback (no hop_key is all ones: the operation's bits are small).
-  static constexpr feedback_key no_feedback = ~feedback_key{0};
+  static constexpr state_key no_feedback = ~state_key{0};
 
   /// One residual per hop of a reduction: the operation, the round, the first block and the length,
   /// the same from one call to the next on a tensor of the same length.
-  static feedback_key hop_key(op_kind kind, int round, int first_block, std::size_t count) {
-    return (static_cast<feedback_key>(kind) << 56) ^ (static_cast<feedback_key>(round) << 44) ^
-           (static_cast<feedback_key>(first_block) << 32) ^ static_cast<feedback_key>(count);
+  static state_key hop_key(op_kind kind, int round, int first_block, std::size_t count) {
+    return (static_cast<state_key>(kind) << 56) ^ (static_cast<state_key>(round) << 44) ^
+           (static_cast<state_key>(first_block) << 32) ^ static_cast<state_key>(count);
   }
 
   /// The residual of segment k of a hop: segment 0 keeps the hop's own key (one stream per hop when
   /// pipelining is off); the others are spread by a multiplicative hash.
-  static feedback_key segment_key(feedback_key hop, std::size_t k) {
-    return hop ^ (static_cast<feedback_key>(k) * 0x9E3779B97F4A7C15ull);
+  static state_key segment_key(state_key hop, std::size_t k) {
+    return hop ^ (static_cast<state_key>(k) * 0x9E3779B97F4A7C15ull);
   }
 
   /// The bound of one hop's compression, from the stream it wrote: its header's (the codec's bound on
   /// what it compressed). With error feedback the codec compressed x + e, where e is the previous call's
   /// error at this hop, bounded by that call's header: |x - decoded| <= both bounds added.
   template <class C>
-  double sent_bound(std::span<const std::byte> stream, feedback_key key) {
+  double sent_bound(std::span<const std::byte> stream, state_key key) {
     const double stated = read_stream_header(stream).error_bound;
     if constexpr (carries_feedback<C>) {
       auto [entry, inserted] = last_feedback_bound_.try_emplace(key, 0.0);
@@ -1251,8 +1253,9 @@ class Compressed {
   collective_config config_;
   Codec codec_;
   std::optional<Codec> hop_codec_;  // the reductions' codec with an absolute bound (hop_codec)
+  codec_state<Codec> state_;        // what the codec learns: residuals per hop key, a threshold, a choice
   double hop_codec_bound_ = 0.0;
-  std::map<feedback_key, double> last_feedback_bound_;  // with error feedback: each hop's previous bound
+  std::map<state_key, double> last_feedback_bound_;  // with error feedback: each hop's previous bound
   std::optional<op_kind> feedback_op_;  // set while a data-movement phase compresses under feedback keys
   double last_encode_bound_ = 0.0;      // the bound of the last stream encode() wrote (sent_bound)
   double held_bound_ = 0.0;             // the largest of the blocks the last move_blocks compressed

@@ -292,12 +292,13 @@ struct stream_layout {
   }
 };
 
-/// format_error unless `header` was written by the codec `id` (called `name` in the message) for values of
-/// type `type`: what every decoder checks first.
-inline void require_codec_and_type(const stream_header& header, const codec_id& id, const std::string& name,
-                                   value_type type) {
+/// format_error unless `header` was written by the codec `id` for values of type `type`: what every
+/// decoder checks first. `name()` names the codec in the message; it runs only on a mismatch, so a
+/// decoder builds no string on its hot path.
+template <class Name>
+void require_codec_and_type(const stream_header& header, const codec_id& id, Name&& name, value_type type) {
   if (!(header.codec == id)) {
-    throw format_error("stream was written by codec " + to_string(header.codec) + ", this is " + name + " (" +
+    throw format_error("stream was written by codec " + to_string(header.codec) + ", this is " + name() + " (" +
                        to_string(id) + ")");
   }
   if (header.type != type) {

@@ -33,6 +33,7 @@
 
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/concepts.hpp"
+#include "zcoll/codec/keyed_state.hpp"
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/error_bound.hpp"
@@ -97,10 +98,12 @@ class TableWiseAlltoall {
       }
       std::size_t written = 0;
       if (s.values > 0) {
-        const Codec& c = codec_for(bounds[s.table]);
+        bound_codec& c = codec_for(bounds[s.table]);
         const std::size_t offset = send.size();
-        send.resize(offset + c.template max_compressed_size<float>(s.values));
-        written = compress(c, values, std::span<std::byte>(send).subspan(offset), s.table).size();
+        send.resize(offset + c.codec.template max_compressed_size<float>(s.values));
+        written = compress_with_state(c.codec, exec_, c.tables.at(s.table), values,
+                                      std::span<std::byte>(send).subspan(offset))
+                      .size();
         send.resize(offset + written);
         report_.raw_bytes_sent += s.values * sizeof(float);
       }
@@ -150,7 +153,7 @@ class TableWiseAlltoall {
       }
       const auto r = static_cast<std::size_t>(s.peer);
       const auto b = static_cast<std::size_t>(received_words[word_at[r] + 2 * segment_of[r]++ + 1]);
-      if (s.values > 0) codec_for(bounds[s.table]).decompress(exec_, std::span<const std::byte>(received).subspan(byte_at, b), target);
+      if (s.values > 0) codec_for(bounds[s.table]).codec.decompress(exec_, std::span<const std::byte>(received).subspan(byte_at, b), target);
       byte_at += b;
     }
     report_.decompress_s = since(start);
@@ -187,7 +190,7 @@ class TableWiseAlltoall {
       const auto r = static_cast<std::size_t>(s.peer);
       if (r == me) continue;
       const std::size_t i = expected[r]++;
-      const std::size_t largest = s.values == 0 ? 0 : codec_for(bounds[s.table]).template max_compressed_size<float>(s.values);
+      const std::size_t largest = s.values == 0 ? 0 : codec_for(bounds[s.table]).codec.template max_compressed_size<float>(s.values);
       largest_from[r] += largest;
       if (i >= announced[r]) continue;  // the count differs: reported below
       const std::uint64_t table = words[word_at[r] + 2 * i], bytes = words[word_at[r] + 2 * i + 1];
@@ -262,14 +265,20 @@ class TableWiseAlltoall {
     }
   }
 
-  /// One codec per distinct bound, kept: a Hybrid codec keeps its per-table choices while the bound holds
-  /// (a new bound, as a decaying schedule gives, measures the tables again: the choice depends on it).
-  const Codec& codec_for(double bound) {
+  /// A codec at one bound and its state per table (a Hybrid's choices).
+  struct bound_codec {
+    Codec codec;
+    codec_state<Codec> tables;
+  };
+
+  /// One codec per distinct bound, kept with its tables' state while the bound holds (a new bound, as a
+  /// decaying schedule gives, chooses for the tables again: the choice depends on it).
+  bound_codec& codec_for(double bound) {
     auto found = codecs_.find(bound);
     if (found == codecs_.end()) {
       codec_config c = base_;
       c.error_bound = absolute(bound);
-      found = codecs_.emplace(bound, Codec(c)).first;
+      found = codecs_.emplace(bound, bound_codec{Codec(c), {}}).first;
     }
     return found->second;
   }
@@ -281,18 +290,10 @@ class TableWiseAlltoall {
     }
   }
 
-  std::span<std::byte> compress(const Codec& c, std::span<const float> values, std::span<std::byte> out, std::uint64_t table) {
-    if constexpr (requires { c.compress(exec_, values, out, table); }) {
-      return c.compress(exec_, values, out, table);
-    } else {
-      return c.compress(exec_, values, out);
-    }
-  }
-
   transport::AnyTransport transport_;
   codec_config base_;
   exec::Host exec_;
-  std::map<double, Codec> codecs_;
+  std::map<double, bound_codec> codecs_;
   table_alltoall_report report_;
 };
 

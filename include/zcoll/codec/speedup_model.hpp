@@ -21,7 +21,13 @@
 #include "zcoll/core/exec.hpp"
 #include "zcoll/core/value_type.hpp"
 
-namespace zcoll::adapt {
+namespace zcoll {
+
+/// A codec's throughputs, bytes of input per second: measured once (measure_candidate) or configured.
+struct codec_speed {
+  double compress_bytes_per_second = 0.0;    ///< Tc
+  double decompress_bytes_per_second = 0.0;  ///< Td
+};
 
 /// What one candidate did on a sample.
 struct candidate_measurement {
@@ -85,4 +91,4 @@ candidate_measurement measure_candidate(const C& codec, const exec::Host& exec, 
           bytes / std::max(decompress_s, tick)};
 }
 
-}  // namespace zcoll::adapt
+}  // namespace zcoll
