@@ -27,6 +27,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -94,7 +95,10 @@ class Compressed {
   static constexpr bool identity_codec = std::is_same_v<Codec, Identity>;
 
  public:
-  template <transport::byte_transport T>
+  // The class itself is ruled out before byte_transport is checked: asking whether a Compressed is a
+  // transport asks whether it is movable, which would consider this constructor again (clang 14).
+  template <class T>
+    requires(!std::same_as<std::remove_cvref_t<T>, Compressed> && transport::byte_transport<T>)
   explicit Compressed(T transport, collective_config config = {})
       : transport_(std::move(transport)),
         config_(config),

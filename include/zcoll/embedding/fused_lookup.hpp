@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -110,7 +111,10 @@ struct lookup_plan {
 template <codec Codec = Identity>
 class FusedLookup {
  public:
-  template <transport::byte_transport T>
+  // The class itself is ruled out before byte_transport is checked: asking whether a FusedLookup is a
+  // transport asks whether it is movable, which would consider this constructor again (clang 14).
+  template <class T>
+    requires(!std::same_as<std::remove_cvref_t<T>, FusedLookup> && transport::byte_transport<T>)
   FusedLookup(T transport, std::vector<embedding_spec> specs, lookup_config config = {})
       : keys_(std::move(transport)), shard_(specs), config_(config), id_(next_id()) {
     groups_ = config.fuse ? group_by_spec(specs) : one_group_per_category(specs);

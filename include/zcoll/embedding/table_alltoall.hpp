@@ -22,12 +22,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <span>
 #include <string>
-#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -62,7 +63,10 @@ template <codec Codec>
 class TableWiseAlltoall {
  public:
   /// `base` is every table's codec configuration but for the bound (set per table); `threads` host threads.
-  template <transport::byte_transport T>
+  // The class itself is ruled out before byte_transport is checked: asking whether a TableWiseAlltoall is a
+  // transport asks whether it is movable, which would consider this constructor again (clang 14).
+  template <class T>
+    requires(!std::same_as<std::remove_cvref_t<T>, TableWiseAlltoall> && transport::byte_transport<T>)
   TableWiseAlltoall(T transport, codec_config base, unsigned threads = 1)
       : transport_(std::move(transport)), base_(std::move(base)), exec_{.threads = threads} {}
 

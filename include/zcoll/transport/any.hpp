@@ -65,8 +65,10 @@ class AnyTransport {
     std::unique_ptr<request_base> impl_;
   };
 
-  template <byte_transport T>
-    requires(!std::same_as<std::remove_cvref_t<T>, AnyTransport>)
+  // AnyTransport itself is ruled out first: checking byte_transport<AnyTransport> asks whether it is
+  // movable, which would consider this constructor again (clang 14 recursed without end).
+  template <class T>
+    requires(!std::same_as<std::remove_cvref_t<T>, AnyTransport> && byte_transport<T>)
   explicit AnyTransport(T transport)
       : impl_(std::make_unique<transport_model<std::remove_cvref_t<T>>>(std::move(transport))) {}
 
