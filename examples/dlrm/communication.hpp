@@ -156,6 +156,8 @@ template <zcoll::schedule::schedule S, zcoll::codec C>
 class compressed_allreduce final : public gradient_allreduce {
  public:
   compressed_allreduce(zcoll::transport::AnyTransport& t, zcoll::collective_config config) : coll_(t.split(0, t.rank()), config) {}
+  /// Over a codec value with settings of its own (TopK's sparsity, say).
+  compressed_allreduce(zcoll::transport::AnyTransport& t, C codec) : coll_(t.split(0, t.rank()), std::move(codec)) {}
 
   void allreduce(std::span<float> gradients) override {
     coll_.allreduce(gradients, zcoll::op::sum);

@@ -19,13 +19,10 @@
 
 namespace dlrm {
 
-/// DCT-DP's sparsifier with its keep fraction (in units of 0.1 %) and threshold life-span fixed at compile
-/// time, so that Compressed<S, C> can construct it from a codec_config like any codec.
-template <int KeepPerMille, unsigned LifeSpan>
-struct dct_topk : zcoll::TopK {
-  explicit dct_topk(zcoll::codec_config c = {})
-      : zcoll::TopK(std::move(c), {.keep_fraction = KeepPerMille / 1000.0, .threshold_life_span = LifeSpan}) {}
-};
+/// DCT-DP's sparsifier with error feedback, its keep fraction and threshold life span its own settings.
+inline zcoll::ErrorFeedback<zcoll::TopK> dct_topk(double keep_fraction, std::uint32_t life_span) {
+  return zcoll::ErrorFeedback<zcoll::TopK>{zcoll::TopK{{}, {.keep_fraction = keep_fraction, .threshold_life_span = life_span}}};
+}
 
 /// What the configurations are built from.
 struct configuration_context {
@@ -53,6 +50,12 @@ std::unique_ptr<embedding_exchange> pairwise(zcoll::transport::AnyTransport& t, 
 template <zcoll::schedule::schedule S, zcoll::codec C>
 std::unique_ptr<gradient_allreduce> allreduce(zcoll::transport::AnyTransport& t, std::size_t row_length = 0) {
   return std::make_unique<compressed_allreduce<S, C>>(t, zcoll::collective_config{.row_length = row_length});
+}
+
+/// The allreduce over a codec value.
+template <zcoll::schedule::schedule S, zcoll::codec C>
+std::unique_ptr<gradient_allreduce> allreduce_of(zcoll::transport::AnyTransport& t, C codec) {
+  return std::make_unique<compressed_allreduce<S, C>>(t, std::move(codec));
 }
 
 inline std::unique_ptr<embedding_exchange> hybrid(zcoll::transport::AnyTransport& t, const configuration_context& c,
@@ -95,13 +98,21 @@ inline std::vector<configuration> configurations() {
       {"int4-rd-ef", "Int4 recursive-doubling allreduce with error feedback",
        [](T& t, const ctx& c) { return dense_only<RecursiveDoubling, ErrorFeedback<Int4>>(t, c, allreduce_rows); }},
       {"dct-90-l1", "DCT top-K 90 % sparsity, EF, threshold every step",
-       [](T& t, const ctx& c) { return dense_only<Ring, ErrorFeedback<dct_topk<100, 1>>>(t, c); }},
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce_of<Ring>(t, dct_topk(0.1, 1))};
+       }},
       {"dct-99-l1", "DCT top-K 99 % sparsity, EF, threshold every step",
-       [](T& t, const ctx& c) { return dense_only<Ring, ErrorFeedback<dct_topk<10, 1>>>(t, c); }},
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce_of<Ring>(t, dct_topk(0.01, 1))};
+       }},
       {"dct-99-l100", "DCT top-K 99 % sparsity, EF, threshold life-span 100",
-       [](T& t, const ctx& c) { return dense_only<Ring, ErrorFeedback<dct_topk<10, 100>>>(t, c); }},
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce_of<Ring>(t, dct_topk(0.01, 100))};
+       }},
       {"dct-99-l1000", "DCT top-K 99 % sparsity, EF, threshold life-span 1000",
-       [](T& t, const ctx& c) { return dense_only<Ring, ErrorFeedback<dct_topk<10, 1000>>>(t, c); }},
+       [](T& t, const ctx& c) {
+         return communication{pairwise<Identity, Identity>(t, c), allreduce_of<Ring>(t, dct_topk(0.01, 1000))};
+       }},
   };
 }
 

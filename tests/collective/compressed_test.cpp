@@ -3,6 +3,7 @@
 #include "support/thread_safe_assertions.hpp"
 #include "support/collective_data.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "zcoll/codec/rowwise.hpp"
+#include "zcoll/codec/topk.hpp"
 #include "zcoll/collective/compressed.hpp"
 #include "zcoll/core/error_stats.hpp"
 #include "zcoll/schedule/schedules.hpp"
@@ -618,4 +620,44 @@ TEST_CASE("Error feedback per hop: over many steps the sum of the reduced result
   const double feedback = accumulated_error(zcoll::ErrorFeedback<zcoll::Int4>{{.shape = {row}}});
   INFO("worst error of the sum of " << steps << " steps: plain Int4 " << plain << ", with feedback " << feedback);
   CHECK(feedback * 5 < plain);
+}
+
+TEST_CASE("Compressed made from a codec value: the codec's own settings reach every block and hop",
+          "[collective][codec-value]") {
+  constexpr int p = 4;
+  const std::size_t n = 4096;
+  SECTION("the same results as the collective made from the configuration") {
+    std::vector<std::vector<float>> by_config(p), by_value(p);
+    const zcoll::FZLight codec{{.error_bound = zcoll::absolute(1e-3)}};
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> from_config{t, {.error_bound = zcoll::absolute(1e-3)}};
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> from_value{t, codec};
+      auto a = contribution<float>(t.rank(), n);
+      auto b = a;
+      from_config.allreduce(std::span<float>(a), zcoll::op::sum);
+      from_value.allreduce(std::span<float>(b), zcoll::op::sum);
+      CHECK(from_value.last_report().error_bound == from_config.last_report().error_bound);
+      by_config[static_cast<std::size_t>(t.rank())] = a;
+      by_value[static_cast<std::size_t>(t.rank())] = b;
+    });
+    CHECK(by_value == by_config);  // bit for bit
+  }
+  SECTION("TopK's sparsity, which codec_config cannot carry") {
+    // Keep half the entries: the default (1 %) would zero almost every received value.
+    const zcoll::TopK half{{}, {.keep_fraction = 0.5}};
+    std::vector<std::size_t> nonzero(p, 0);
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, zcoll::TopK> coll{t, half};
+      std::vector<float> in(n * p), out(n * p);
+      for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>((i * 7919 + 13) % 1000) + 1.0f;
+      coll.alltoall(std::span<const float>(in), std::span<float>(out));
+      nonzero[static_cast<std::size_t>(t.rank())] =
+          static_cast<std::size_t>(std::count_if(out.begin(), out.end(), [](float v) { return v != 0.0f; }));
+    });
+    // A rank's own block moves exactly (n values, none zero); the p - 1 others keep about half each.
+    for (const auto count : nonzero) {
+      CHECK(count >= n + n * (p - 1) * 45 / 100);
+      CHECK(count <= n + n * (p - 1) * 55 / 100);
+    }
+  }
 }

@@ -122,6 +122,12 @@ class Cast : public span_codec<Cast<Format>> {
   }
 
   const codec_config& config() const { return config_; }
+  /// This codec with another error bound, every other setting kept (what a reduction hop needs).
+  Cast with_error_bound(const bound& error_bound) const {
+    codec_config config = config_;
+    config.error_bound = error_bound;
+    return Cast(std::move(config));
+  }
 
   /// Bytes compress writes for `count` values: always exactly this many.
   template <floating_value T>

@@ -77,6 +77,8 @@ class ErrorFeedback {
   explicit ErrorFeedback(C codec) : codec_(std::move(codec)) {}
 
   const codec_config& config() const { return codec_.config(); }
+  /// This codec with another error bound, every other setting of C kept (what a reduction hop needs).
+  ErrorFeedback with_error_bound(const bound& error_bound) const { return ErrorFeedback(codec_.with_error_bound(error_bound)); }
   const C& inner() const { return codec_; }
 
   template <floating_value T>

@@ -104,6 +104,12 @@ class Hybrid {
   }
 
   const codec_config& config() const { return config_; }
+  /// This codec with another error bound, every other setting kept (what a reduction hop needs).
+  Hybrid with_error_bound(const bound& error_bound) const {
+    codec_config config = config_;
+    config.error_bound = error_bound;
+    return Hybrid(std::move(config), hybrid_);
+  }
   const hybrid_config& hybrid() const { return hybrid_; }
 
   template <floating_value T>

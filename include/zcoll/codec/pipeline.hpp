@@ -119,6 +119,12 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   }
 
   const codec_config& config() const { return config_; }
+  /// This codec with another error bound, every other setting kept (what a reduction hop needs).
+  Pipeline with_error_bound(const bound& error_bound) const {
+    codec_config config = config_;
+    config.error_bound = error_bound;
+    return Pipeline(std::move(config));
+  }
 
   /// Bytes that compress may write for `count` values: header, index, parameter section, and each chunk
   /// verbatim (with a chunk encoder, 3 bytes more a chunk: the alignment of chunk_residuals' slots).

@@ -100,6 +100,12 @@ class RowwiseQuantized : public span_codec<RowwiseQuantized<Bits>> {
   }
 
   const codec_config& config() const { return config_; }
+  /// This codec with another error bound, every other setting kept (what a reduction hop needs).
+  RowwiseQuantized with_error_bound(const bound& error_bound) const {
+    codec_config config = config_;
+    config.error_bound = error_bound;
+    return RowwiseQuantized(std::move(config));
+  }
 
   /// Values per row.
   std::size_t dim() const { return dim_; }

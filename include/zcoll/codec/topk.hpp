@@ -330,6 +330,12 @@ class TopK {
   }
 
   const codec_config& config() const { return config_; }
+  /// This codec with another error bound, every other setting kept (what a reduction hop needs).
+  TopK with_error_bound(const bound& error_bound) const {
+    codec_config config = config_;
+    config.error_bound = error_bound;
+    return TopK(std::move(config), sparsity_);
+  }
   const topk_config& sparsity() const { return sparsity_; }
 
   /// Bytes compress may write for `count` values: header, form, kept count, every value and a bitmap.

@@ -98,11 +98,23 @@ class Compressed {
   // The class itself is ruled out before byte_transport is checked: asking whether a Compressed is a
   // transport asks whether it is movable, which would consider this constructor again (clang 14).
   template <class T>
-    requires(!std::same_as<std::remove_cvref_t<T>, Compressed> && transport::byte_transport<T>)
+    requires(!std::same_as<std::remove_cvref_t<T>, Compressed> && transport::byte_transport<T> &&
+             std::constructible_from<Codec, codec_config>)
   explicit Compressed(T transport, collective_config config = {})
       : transport_(std::move(transport)),
         config_(config),
         codec_(codec_settings(config.error_bound)) {}
+
+  /// The collective over `codec`, a value with every setting of its own (Hybrid's speeds, TopK's
+  /// sparsity, ...): its bound, fill value and chunk length are the collective's, and its row length
+  /// (shape.back(); 0 for a flat shape) is collective_config::row_length; those fields of `config` are
+  /// not read. The reduction hops use codec.with_error_bound(the hops' absolute bound).
+  template <class T>
+    requires(!std::same_as<std::remove_cvref_t<T>, Compressed> && transport::byte_transport<T>)
+  Compressed(T transport, Codec codec, collective_config config = {})
+      : transport_(std::move(transport)),
+        config_(settings_of(codec.config(), config)),
+        codec_(std::move(codec)) {}
 
   int rank() const { return transport_.rank(); }
   int size() const { return transport_.size(); }
@@ -698,6 +710,15 @@ class Compressed {
 
   exec::Host exec() const { return exec::Host{.threads = config_.threads}; }
 
+  /// `config` with the codec fields taken from the codec's configuration.
+  static collective_config settings_of(const codec_config& codec, collective_config config) {
+    config.error_bound = codec.error_bound;
+    config.chunk_values = codec.chunk_values;
+    config.fill_value = codec.fill_value;
+    config.row_length = row_length(codec);
+    return config;
+  }
+
   codec_config codec_settings(const bound& error_bound) const {
     codec_config c{.error_bound = error_bound, .chunk_values = config_.chunk_values, .fill_value = config_.fill_value};
     if (config_.row_length > 0) c.shape = {config_.row_length};
@@ -713,7 +734,7 @@ class Compressed {
       return codec_;
     } else {
       if (!hop_codec_ || hop_codec_bound_ != eb) {
-        hop_codec_.emplace(codec_settings(absolute(eb)));
+        hop_codec_.emplace(codec_.with_error_bound(absolute(eb)));
         hop_codec_bound_ = eb;
         if constexpr (carries_feedback<Codec>) state_.clear();
       }
