@@ -185,8 +185,8 @@ TEST_CASE("Cast formats: names, storage and the constants of their definitions",
   CHECK(q::fp8_e4m3::relative_precision == std::ldexp(1.0, -4));
   CHECK(q::fp8_e5m2::relative_precision == std::ldexp(1.0, -3));
   CHECK(q::bf16::max_finite == static_cast<double>(std::bit_cast<float>(0x7F7F0000u)));
-  CHECK(q::fp8_e4m3::overflow == q::overflow_rule::saturate);
-  CHECK(q::fp16::overflow == q::overflow_rule::infinity);
+  CHECK(q::fp8_e4m3::overflow == zcoll::small_float::overflow_rule::saturate);
+  CHECK(q::fp16::overflow == zcoll::small_float::overflow_rule::infinity);
   // Known codes, evaluated at compile time.
   STATIC_REQUIRE(q::encode<q::fp16>(1.0f) == 0x3C00);
   STATIC_REQUIRE(q::encode<q::fp16>(0.1) == 0x2E66);

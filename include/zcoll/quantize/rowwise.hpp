@@ -57,6 +57,7 @@
 
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
+#include "zcoll/core/half.hpp"
 #include "zcoll/core/value_type.hpp"
 
 #if ZCOLL_HAS_AVX2 || ZCOLL_HAS_F16C
@@ -118,67 +119,20 @@ double row_error_bound(float scale, float bias) {
 
 namespace detail {
 
-// ---- f16 and the 8-bit scale format, without F16C: one conversion per row, identical on every build ----
+// ---- the 8-bit scale format, without F16C: one conversion per row, identical on every build (the f16
+// conversions are core/half.hpp's) ----
 
-inline constexpr std::uint16_t half_infinity_bits = 0x7C00;
 inline constexpr std::uint32_t float_infinity_bits = 0x7F800000;
-
-/// 2^n as a double, for n in [-1022, 1023].
-inline double power_of_two(int n) { return std::bit_cast<double>(static_cast<std::uint64_t>(n + 1023) << 52); }
-
-/// floor(log2 v) for a positive normal double; -1023 for subnormals (callers clamp it).
-inline int binary_exponent(double v) {
-  return static_cast<int>((std::bit_cast<std::uint64_t>(v) >> 52) & 0x7FF) - 1023;
-}
-
-/// k rounded up (up) or down to an integer, for 0 <= k < 2^52. (A signed conversion: one instruction,
-/// where an unsigned one needs a branch without AVX-512.)
-inline std::uint64_t round_integral(double k, bool up) {
-  const auto t = static_cast<std::int64_t>(k);
-  return static_cast<std::uint64_t>(t + (up && static_cast<double>(t) < k ? 1 : 0));
-}
-
-/// The f16 bits of v >= 0 rounded up or down to f16; rounding up past 65504 gives the infinity bits.
-inline std::uint16_t half_bits_toward(double v, bool up) {
-  if (v == 0.0) return 0;
-  const int e = binary_exponent(v);
-  if (e > 15) return up ? half_infinity_bits : static_cast<std::uint16_t>(half_infinity_bits - 1);
-  // Within binade E the f16 spacing is 2^(E - 10); below 2^-14 it stays 2^-24 (subnormals). The bits are
-  // then ((E + 14) << 10) + k with k in [0, 2^11], continuous across binades.
-  const int binade = std::max(e, -14);
-  const std::uint64_t k = round_integral(v * power_of_two(10 - binade), up);
-  return static_cast<std::uint16_t>((static_cast<std::uint64_t>(binade + 14) << 10) + k);
-}
-
-/// The largest f16 <= v (finite v); -Inf bits (0xFC00) below -65504. Zero is +0.
-inline std::uint16_t half_bits_round_down(double v) {
-  if (v >= 0.0) return half_bits_toward(v, false);
-  return static_cast<std::uint16_t>(0x8000u | half_bits_toward(-v, true));
-}
-
-inline float half_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
-  std::uint32_t magnitude;
-  if (exponent == 0) {
-    magnitude = std::bit_cast<std::uint32_t>(static_cast<float>(mantissa) * 0x1p-24f);  // subnormal, exact
-  } else if (exponent == 0x1F) {
-    magnitude = float_infinity_bits | (mantissa << 13);
-  } else {
-    magnitude = ((exponent + 112) << 23) | (mantissa << 13);
-  }
-  return std::bit_cast<float>(sign | magnitude);
-}
 
 /// The f32 bits of the smallest float with at most 16 significant bits (low 8 mantissa bits zero) that is
 /// >= v >= 0; the infinity bits when it exceeds FLT_MAX.
 inline std::uint32_t scale16_bits_round_up(double v) {
   if (v == 0.0) return 0;
-  const int e = binary_exponent(v);
+  const int e = small_float::binary_exponent(v);
   if (e > 127) return float_infinity_bits;
   // Spacing 2^(E - 15) in binade E, 2^-141 below 2^-126: bits ((E + 126) << 23) + (k << 8), k in [0, 2^16].
   const int binade = std::max(e, -126);
-  const std::uint64_t k = round_integral(v * power_of_two(15 - binade), true);
+  const std::uint64_t k = small_float::round_integral(v * small_float::power_of_two(15 - binade), true);
   const std::uint64_t bits = (static_cast<std::uint64_t>(binade + 126) << 23) + (k << 8);
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(bits, float_infinity_bits));
 }
@@ -226,14 +180,14 @@ struct row_scale_bias {
 /// Positive stored values are ordered like their bits, so the next larger scale is bits + step_bits.
 template <int Bits>
 struct stored_format {
-  static constexpr std::uint32_t infinity_bits = Bits == 8 ? float_infinity_bits : half_infinity_bits;
+  static constexpr std::uint32_t infinity_bits = Bits == 8 ? float_infinity_bits : small_float::half_infinity_bits;
   static constexpr std::uint32_t step_bits = Bits == 8 ? 256 : 1;
 
   static float value(std::uint32_t bits) {
     if constexpr (Bits == 8) {
       return std::bit_cast<float>(bits);
     } else {
-      return half_to_float(static_cast<std::uint16_t>(bits));
+      return small_float::half_to_float(static_cast<std::uint16_t>(bits));
     }
   }
   /// The smallest scale >= v >= 0, or infinity_bits.
@@ -241,7 +195,7 @@ struct stored_format {
     if constexpr (Bits == 8) {
       return scale16_bits_round_up(v);
     } else {
-      return half_bits_toward(v, true);
+      return small_float::half_bits_toward(v, true);
     }
   }
   /// The largest bias <= v: its bits (not finite below the format's range).
@@ -249,7 +203,7 @@ struct stored_format {
     if constexpr (Bits == 8) {
       return std::bit_cast<std::uint32_t>(float_round_down(v));
     } else {
-      return half_bits_round_down(v);
+      return small_float::half_bits_round_down(v);
     }
   }
 };
@@ -316,7 +270,7 @@ ZCOLL_ALWAYS_INLINE row_scale_bias choose_scale_bias_f16c(float lo, float hi, st
   const double scale = half_to_float_f16c(scale_bits);
   const double smaller =
       scale_bits == 0 ? -1.0 : static_cast<double>(half_to_float_f16c(static_cast<std::uint16_t>(scale_bits - 1)));
-  const bool finite = (bias_bits & 0x7C00) != 0x7C00 && scale_bits < half_infinity_bits;
+  const bool finite = (bias_bits & 0x7C00) != 0x7C00 && scale_bits < small_float::half_infinity_bits;
   if (finite && b + max_code * scale >= h && !(b + max_code * smaller >= h)) [[likely]] {
     return {scale_bits, bias_bits, static_cast<float>(scale), bias};
   }
@@ -671,8 +625,8 @@ ZCOLL_ALWAYS_INLINE row_scale_bias load_scale_bias(const std::byte* at) {
     std::memcpy(&bias, at + 2, 2);
     p.scale_bits = scale;
     p.bias_bits = bias;
-    p.scale = half_to_float(scale);
-    p.bias = half_to_float(bias);
+    p.scale = small_float::half_to_float(scale);
+    p.bias = small_float::half_to_float(bias);
   }
   return p;
 }
