@@ -16,10 +16,6 @@
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/value_type.hpp"
 
-#if ZCOLL_HAS_F16C
-#include <immintrin.h>
-#endif
-
 namespace zcoll::small_float {
 
 /// What a finite value beyond the largest finite one becomes.
@@ -223,14 +219,9 @@ inline std::uint16_t half_bits_round_down(double v) {
   return static_cast<std::uint16_t>(0x8000u | half_bits_toward(-v, true));
 }
 
-/// The float an f16 code is (exact; NaNs quieted). With F16C one instruction, which gives the same float
-/// (the row-wise dequantizers convert two a row, where the portable fold costs a few per cent).
-inline float half_to_float(std::uint16_t h) {
-#if ZCOLL_HAS_F16C
-  return _cvtsh_ss(h);
-#else
-  return std::bit_cast<float>(decode_bits<binary16>(h));
-#endif
-}
+/// The float an f16 code is (exact; NaNs quieted). The integer fold, not F16C's vcvtph2ps: measured in
+/// the row-wise dequantizer (two conversions a row), the intrinsic was no faster on f32 rows and about
+/// 15 % slower on f64 ones (docs/performance.md, API 1.0 part 1).
+ZCOLL_ALWAYS_INLINE float half_to_float(std::uint16_t h) { return std::bit_cast<float>(decode_bits<binary16>(h)); }
 
 }  // namespace zcoll::small_float
