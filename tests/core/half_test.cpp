@@ -49,3 +49,21 @@ TEST_CASE("half_bits_toward rounds down and up to the neighbouring f16 values", 
   CHECK(sf::half_bits_round_down(-1e6) == 0xFC00);  // -Inf below -65504
   CHECK(sf::half_bits_round_down(0.0) == 0);
 }
+
+#if ZCOLL_HAS_F16C
+TEST_CASE("The F16C conversions give the integer forms' bits", "[core][half]") {
+  for (std::uint32_t code = 0; code <= 0xFFFF; ++code) {
+    const auto h = static_cast<std::uint16_t>(code);
+    INFO("code " << code);
+    REQUIRE(std::bit_cast<std::uint32_t>(sf::half_to_float_f16c(h)) == std::bit_cast<std::uint32_t>(sf::half_to_float(h)));
+  }
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> exponent(-30.0, 15.9);
+  for (int i = 0; i < 20000; ++i) {
+    const auto v = static_cast<float>(std::exp2(exponent(rng)));
+    INFO("v = " << v);
+    REQUIRE(sf::half_bits_f16c<_MM_FROUND_TO_NEG_INF>(v) == sf::half_bits_toward(v, false));
+    REQUIRE(sf::half_bits_f16c<_MM_FROUND_TO_POS_INF>(v) == sf::half_bits_toward(v, true));
+  }
+}
+#endif

@@ -16,6 +16,10 @@
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/value_type.hpp"
 
+#if ZCOLL_HAS_F16C
+#include <immintrin.h>
+#endif
+
 namespace zcoll::small_float {
 
 /// What a finite value beyond the largest finite one becomes.
@@ -219,9 +223,21 @@ inline std::uint16_t half_bits_round_down(double v) {
   return static_cast<std::uint16_t>(0x8000u | half_bits_toward(-v, true));
 }
 
-/// The float an f16 code is (exact; NaNs quieted). The integer fold, not F16C's vcvtph2ps: measured in
-/// the row-wise dequantizer (two conversions a row), the intrinsic was no faster on f32 rows and about
-/// 15 % slower on f64 ones (docs/performance.md, API 1.0 part 1).
+/// The float an f16 code is (exact; NaNs quieted). The integer fold, not F16C's vcvtph2ps, in the
+/// row-wise dequantizer (two conversions a row): measured there, the intrinsic was no faster on f32 rows
+/// and about 15 % slower on f64 ones.
 ZCOLL_ALWAYS_INLINE float half_to_float(std::uint16_t h) { return std::bit_cast<float>(decode_bits<binary16>(h)); }
+
+#if ZCOLL_HAS_F16C
+/// F16C's conversions, for the row-wise quantizers' F16C path (rounding a row's bias and scale to f16 and
+/// back, beside the other vector work of the row), where they are faster than the integer forms and
+/// give the same bits: v rounded to f16 in the direction Rounding (_MM_FROUND_TO_NEG_INF / POS_INF), and
+/// an f16 code widened.
+template <int Rounding>
+ZCOLL_ALWAYS_INLINE std::uint16_t half_bits_f16c(float v) {
+  return static_cast<std::uint16_t>(_mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(v), Rounding | _MM_FROUND_NO_EXC)));
+}
+ZCOLL_ALWAYS_INLINE float half_to_float_f16c(std::uint16_t h) { return _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h))); }
+#endif
 
 }  // namespace zcoll::small_float

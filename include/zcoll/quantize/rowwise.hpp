@@ -250,23 +250,19 @@ row_scale_bias choose_scale_bias(double lo, double hi, std::size_t row) {
 /// the exact quotient, so within one f16 step of the answer), up. In double, B + (2^q - 1) S is exact for
 /// f16 values, so the same cover test as choose_scale_bias proves S and not S - 1 step covers; rows where
 /// it does not (or with an f16 overflow) go to choose_scale_bias, and both give the same bytes.
-template <int Rounding>
-ZCOLL_ALWAYS_INLINE std::uint16_t half_bits_f16c(float v) {
-  return static_cast<std::uint16_t>(_mm_cvtsi128_si32(_mm_cvtps_ph(_mm_set_ss(v), Rounding | _MM_FROUND_NO_EXC)));
-}
 
 template <int Bits>
 ZCOLL_ALWAYS_INLINE row_scale_bias choose_scale_bias_f16c(float lo, float hi, std::size_t row) {
   constexpr double max_code = rowwise_layout<Bits>::max_code;
-  std::uint16_t bias_bits = half_bits_f16c<_MM_FROUND_TO_NEG_INF>(lo);
+  std::uint16_t bias_bits = small_float::half_bits_f16c<_MM_FROUND_TO_NEG_INF>(lo);
   if (bias_bits == 0x8000) bias_bits = 0;  // -0 rounds to +0, as half_bits_round_down gives
-  const float bias = small_float::half_to_float(bias_bits);
+  const float bias = small_float::half_to_float_f16c(bias_bits);
   const std::uint16_t scale_bits =
-      half_bits_f16c<_MM_FROUND_TO_POS_INF>((hi - bias) * (1.0f / static_cast<float>(max_code)));
+      small_float::half_bits_f16c<_MM_FROUND_TO_POS_INF>((hi - bias) * (1.0f / static_cast<float>(max_code)));
   const double b = bias, h = hi;
-  const double scale = small_float::half_to_float(scale_bits);
+  const double scale = small_float::half_to_float_f16c(scale_bits);
   const double smaller =
-      scale_bits == 0 ? -1.0 : static_cast<double>(small_float::half_to_float(static_cast<std::uint16_t>(scale_bits - 1)));
+      scale_bits == 0 ? -1.0 : static_cast<double>(small_float::half_to_float_f16c(static_cast<std::uint16_t>(scale_bits - 1)));
   const bool finite = (bias_bits & 0x7C00) != 0x7C00 && scale_bits < small_float::half_infinity_bits;
   if (finite && b + max_code * scale >= h && !(b + max_code * smaller >= h)) [[likely]] {
     return {scale_bits, bias_bits, static_cast<float>(scale), bias};
