@@ -55,7 +55,12 @@ TEST_CASE("The F16C conversions give the integer forms' bits", "[core][half]") {
   for (std::uint32_t code = 0; code <= 0xFFFF; ++code) {
     const auto h = static_cast<std::uint16_t>(code);
     INFO("code " << code);
-    REQUIRE(std::bit_cast<std::uint32_t>(sf::half_to_float_f16c(h)) == std::bit_cast<std::uint32_t>(sf::half_to_float(h)));
+    const float f16c = sf::half_to_float_f16c(h), portable = sf::half_to_float(h);
+    if (std::isnan(portable)) {
+      REQUIRE(std::isnan(f16c));  // F16C quiets a signalling NaN; the portable form keeps the payload
+    } else {
+      REQUIRE(std::bit_cast<std::uint32_t>(f16c) == std::bit_cast<std::uint32_t>(portable));
+    }
   }
   std::mt19937_64 rng(23);
   std::uniform_real_distribution<double> exponent(-30.0, 15.9);
