@@ -16,7 +16,6 @@
 #include <map>
 #include <ranges>
 #include <span>
-#include <type_traits>
 
 #include "zcoll/core/exec.hpp"
 

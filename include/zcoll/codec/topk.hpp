@@ -326,7 +326,7 @@ class TopK {
         schedule_config_{.keep_fraction = sparsity.keep_fraction,
                          .threshold_life_span = sparsity.threshold_life_span,
                          .method = sparsity.threshold} {
-    sparsify::threshold_schedule{schedule_config_};  // checks the settings now, not on the first call
+    sparsify::threshold_schedule::check(schedule_config_);  // now, not on the first call
   }
 
   const codec_config& config() const { return config_; }
@@ -467,7 +467,8 @@ class TopK {
       throw argument_error("compress: out has " + std::to_string(out.size()) + " bytes, max_compressed_size(" +
                            std::to_string(count) + ") = " + std::to_string(needed) + " are needed");
     }
-    if (!st.schedule || !same_settings(st.schedule->config(), schedule_config_)) st.schedule.emplace(schedule_config_);
+    // A state made under other settings (another TopK's) starts its schedule over under these.
+    if (!st.schedule || !(st.schedule->config() == schedule_config_)) st.schedule.emplace(schedule_config_);
     const sparsify::threshold_decision decision = st.schedule->next(exec, in);
     const auto tau = static_cast<T>(decision.threshold);
 
@@ -521,11 +522,6 @@ class TopK {
     st.last = {count,         kept, sparsity_.keep_fraction, decision.threshold, decision.recomputed,
                decision.method_used, max_dropped};
     return out.first(detail::topk::values_offset + kept * sizeof(T) + gap_bytes.value_or(bitmap_bytes));
-  }
-
-  /// Whether a state's schedule follows these settings (a state passed to another TopK starts over).
-  static bool same_settings(const sparsify::threshold_schedule_config& a, const sparsify::threshold_schedule_config& b) {
-    return a.keep_fraction == b.keep_fraction && a.threshold_life_span == b.threshold_life_span && a.method == b.method;
   }
 
   codec_config config_;

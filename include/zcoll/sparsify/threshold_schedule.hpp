@@ -44,6 +44,8 @@ struct threshold_schedule_config {
   /// Calls a threshold lives for, >= 1: tau is recomputed on calls 0, L, 2L, ... (1 = every call).
   std::uint32_t threshold_life_span = 1;
   threshold_method method = threshold_method::exact;
+
+  friend bool operator==(const threshold_schedule_config&, const threshold_schedule_config&) = default;
 };
 
 /// What one call of threshold_schedule::next did.
@@ -57,9 +59,12 @@ struct threshold_decision {
 /// The stateful threshold of one tensor; not thread-safe (TopK guards its own with a mutex).
 class threshold_schedule {
  public:
-  explicit threshold_schedule(threshold_schedule_config config = {}) : config_(config) {
-    check_keep_fraction(config_.keep_fraction, "threshold_schedule");
-    if (config_.threshold_life_span == 0) {
+  explicit threshold_schedule(threshold_schedule_config config = {}) : config_(config) { check(config_); }
+
+  /// argument_error unless `config` is one a schedule can follow (what the constructor checks).
+  static void check(const threshold_schedule_config& config) {
+    check_keep_fraction(config.keep_fraction, "threshold_schedule");
+    if (config.threshold_life_span == 0) {
       throw argument_error("threshold_schedule: threshold_life_span 0 must be >= 1 (calls a threshold lives for)");
     }
   }
