@@ -11,6 +11,8 @@
 #include "support/test_support.hpp"
 #include "zcoll/zcoll.hpp"
 
+using Catch::Matchers::Contains;
+
 using namespace zcoll_test;
 
 namespace {
@@ -89,11 +91,27 @@ TEST_CASE("EmbeddingLZ: the config must give the vector length and whole vectors
   const std::vector<float> data(4096, 1.0f);
   CHECK_THROWS_AS(zcoll::EmbeddingLZ({.error_bound = zcoll::absolute(0.01)}).compress(data), zcoll::argument_error);
   CHECK_THROWS_AS(zcoll::EmbeddingLZ(embedding_config(0.01, 100, 4096)).compress(data), zcoll::argument_error);
-  auto config = embedding_config(0.01, 32, 4096);
-  config.match_window = 0;
-  CHECK_THROWS_AS(zcoll::EmbeddingLZ(config).compress(data), zcoll::argument_error);
-  config.match_window = 256;
-  CHECK_THROWS_AS(zcoll::EmbeddingLZ(config).compress(data), zcoll::argument_error);
+  // A window outside 1..255 is refused when the codec is built, naming the setting.
+  const auto config = embedding_config(0.01, 32, 4096);
+  CHECK_THROWS_WITH(zcoll::EmbeddingLZ(config, {.match_window = 0}), Contains("match_window 0 must be in 1..255"));
+  CHECK_THROWS_AS(zcoll::EmbeddingLZ(config, {.match_window = 256}), zcoll::argument_error);
+}
+
+TEST_CASE("EmbeddingLZ: the match window reaches the stream and survives with_error_bound", "[codec][embedding]") {
+  // Rows 0..99 then the same rows again: a window of 100 finds every second-half row, one of 50 none.
+  std::vector<float> data;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int row = 0; row < 100; ++row) {
+      for (int d = 0; d < 32; ++d) data.push_back(std::sin(0.37f * static_cast<float>(row * 32 + d)));
+    }
+  }
+  const auto config = embedding_config(0.01, 32, 6400);
+  const zcoll::EmbeddingLZ wide(config, {.match_window = 100}), narrow(config, {.match_window = 50});
+  CHECK(narrow.encoder_config().match_window == 50);
+  CHECK(wide.compress(data).size() * 3 / 2 < narrow.compress(data).size());
+  const auto looser = narrow.with_error_bound(zcoll::absolute(0.02));
+  CHECK(looser.encoder_config().match_window == 50);
+  CHECK(looser.compress(data) == zcoll::EmbeddingLZ(embedding_config(0.02, 32, 6400), {.match_window = 50}).compress(data));
 }
 
 TEMPLATE_TEST_CASE("Embedding codecs: damaged streams are format errors, bytes do not depend on threads",

@@ -45,7 +45,7 @@ struct FixedWidth {
   }
   static std::uint32_t unzigzag(std::uint32_t z) { return (z >> 1) ^ (0u - (z & 1)); }
 
-  static model make_model(const statistics& s, const zcoll::codec_config&) {
+  static model make_model(const statistics& s, const zcoll::encode::no_settings&, const zcoll::encode::chunk_layout&) {
     return {static_cast<std::uint8_t>(s.widest)};
   }
   static std::size_t model_size_bytes(const model&) { return 1; }

@@ -133,7 +133,7 @@ void check_round_trip_with(const Huffman::model& model, const std::vector<residu
 
 /// The same, for the model make_model builds from the chunks' statistics.
 Huffman::model check_round_trip(const std::vector<residuals_t>& chunks) {
-  Huffman::model model = Huffman::make_model(statistics_of(chunks), zcoll::codec_config{});
+  Huffman::model model = Huffman::make_model(statistics_of(chunks));
   check_round_trip_with(model, chunks);
   return model;
 }
@@ -497,7 +497,7 @@ TEST_CASE("Huffman falls back to bit-plane blocks for wide residuals", "[encode]
     CHECK_THROWS_AS(Huffman::decode_chunk(m, std::span<const std::byte>(block.data(), size), out), zcoll::format_error);
   }
   SECTION("empty statistics give the fallback") {
-    CHECK(Huffman::make_model(Huffman::statistics{}, zcoll::codec_config{}).bitplane_fallback);
+    CHECK(Huffman::make_model(Huffman::statistics{}).bitplane_fallback);
   }
 }
 
@@ -542,7 +542,7 @@ TEST_CASE("Huffman statistics count what the chunks hold, in any split and merge
   }
   CHECK(forward.escape_payload_bits() == whole.escape_payload_bits());
   CHECK(forward.value_count() == all.size());
-  const auto a = Huffman::make_model(forward, {}), b = Huffman::make_model(backward, {});
+  const auto a = Huffman::make_model(forward), b = Huffman::make_model(backward);
   CHECK(written_model(a) == written_model(b));
   CHECK(a.lengths == b.lengths);
 }
@@ -552,7 +552,7 @@ TEST_CASE("Huffman encode_chunk returns nothing rather than overflow its room", 
   const std::vector<residuals_t> chunks = {gaussian(rng, 1500, 4.0), gaussian(rng, 100, 4.0)};
   residuals_t wide(300);
   for (auto& x : wide) x = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng()));
-  for (const auto& model : {Huffman::make_model(statistics_of(chunks), {}), Huffman::make_model(statistics_of({wide}), {})}) {
+  for (const auto& model : {Huffman::make_model(statistics_of(chunks)), Huffman::make_model(statistics_of({wide}))}) {
     for (const auto& r : {chunks[0], chunks[1], wide}) {
       const std::size_t size = encoded(model, r).size();
       INFO("fallback " << model.bitplane_fallback << ", " << r.size() << " residuals, " << size << " bytes");
@@ -574,8 +574,8 @@ TEST_CASE("Huffman decode rejects every truncation and survives corruption", "[e
   chunks[1][3] = -5000;
   residuals_t wide(128);
   for (auto& x : wide) x = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng()));
-  const Huffman::model huffman = Huffman::make_model(statistics_of(chunks), {});
-  const Huffman::model planes = Huffman::make_model(statistics_of({wide}), {});
+  const Huffman::model huffman = Huffman::make_model(statistics_of(chunks));
+  const Huffman::model planes = Huffman::make_model(statistics_of({wide}));
   REQUIRE_FALSE(huffman.bitplane_fallback);
   REQUIRE(planes.bitplane_fallback);
 
@@ -619,7 +619,7 @@ TEST_CASE("Huffman decode rejects every truncation and survives corruption", "[e
 
 TEST_CASE("Huffman decode of arbitrary bytes raises format_error or stays in bounds", "[encode][huffman]") {
   std::mt19937_64 rng(zcoll_test::seed + 95);
-  const Huffman::model m = Huffman::make_model(statistics_of({gaussian(rng, 5000, 30.0)}), {});
+  const Huffman::model m = Huffman::make_model(statistics_of({gaussian(rng, 5000, 30.0)}));
   REQUIRE_FALSE(m.bitplane_fallback);
   for (int trial = 0; trial < 2000; ++trial) {
     std::vector<std::byte> bytes(rng() % 300);
@@ -645,7 +645,7 @@ TEST_CASE("Huffman read_model rejects every truncation and malformed code length
     for (const double sigma : {0.5, 3.0, 40.0, 900.0}) {
       residuals_t r = gaussian(rng, 30000, sigma);
       r[5] = int_min;
-      const Huffman::model m = Huffman::make_model(statistics_of({r}), {});
+      const Huffman::model m = Huffman::make_model(statistics_of({r}));
       const auto bytes = written_model(m);
       INFO("sigma " << sigma << ", model of " << bytes.size() << " bytes");
       for (std::size_t n = 0; n < bytes.size(); ++n) {
@@ -661,7 +661,7 @@ TEST_CASE("Huffman read_model rejects every truncation and malformed code length
 
   SECTION("single-byte corruptions of a model: a format error or a complete code") {
     const residuals_t r = gaussian(rng, 30000, 25.0);
-    const Huffman::model m = Huffman::make_model(statistics_of({r}), {});
+    const Huffman::model m = Huffman::make_model(statistics_of({r}));
     const auto chunk = encoded(m, r);
     const auto bytes = written_model(m);
     std::size_t rejected = 0;

@@ -37,13 +37,12 @@ std::uint32_t chunk_values_for(std::size_t dim) {
   return static_cast<std::uint32_t>(step > 65536 ? step : 65536 / step * step);
 }
 
-zcoll::codec_config config_for(std::size_t dim, std::uint32_t window) {
-  return {.chunk_values = chunk_values_for(dim), .shape = {1000, dim}, .match_window = window};
-}
+/// The chunk layout of a pipeline over rows of `dim` values.
+zcoll::encode::chunk_layout layout_for(std::size_t dim) { return {.chunk_values = chunk_values_for(dim), .row_length = dim}; }
 
 /// make_model, then the model through write_model / read_model, as a stream carries it.
-VectorLZ::model model_via_stream(const zcoll::codec_config& config) {
-  const VectorLZ::model made = VectorLZ::make_model({}, config);
+VectorLZ::model model_via_stream(std::size_t dim, std::uint32_t window) {
+  const VectorLZ::model made = VectorLZ::make_model({}, {.match_window = window}, layout_for(dim));
   std::vector<std::byte> bytes(VectorLZ::model_size_bytes(made));
   zcoll::byte_writer writer(bytes);
   VectorLZ::write_model(made, writer);
@@ -55,7 +54,7 @@ VectorLZ::model model_via_stream(const zcoll::codec_config& config) {
   return read;
 }
 
-VectorLZ::model model_for(std::size_t dim, std::uint32_t window) { return model_via_stream(config_for(dim, window)); }
+VectorLZ::model model_for(std::size_t dim, std::uint32_t window) { return model_via_stream(dim, window); }
 
 std::size_t vector_count(std::size_t values, std::size_t dim) { return (values + dim - 1) / dim; }
 
@@ -168,7 +167,7 @@ TEST_CASE("VectorLZ has the documented identity", "[encode][vector_lz]") {
   const residual_vector r = {1, 2, 3};
   s.add(r);
   s.merge(VectorLZ::statistics{});
-  const auto m = VectorLZ::make_model(s, config_for(64, 100));
+  const auto m = VectorLZ::make_model(s, {.match_window = 100}, layout_for(64));
   CHECK(m.dim == 64);
   CHECK(m.window == 100);
   CHECK(VectorLZ::model_size_bytes(m) == VectorLZ::lz_model_bytes + zcoll::encode::Huffman::model_size_bytes(m.literals));
@@ -181,7 +180,7 @@ TEST_CASE("VectorLZ codes its literals with the Huffman code of the statistics",
     const auto r = repetitive(6000, dim, 400, 3, rng);
     VectorLZ::statistics s;
     s.add(r);
-    const auto coded = VectorLZ::make_model(s, config_for(dim, 255));
+    const auto coded = VectorLZ::make_model(s, {.match_window = 255}, layout_for(dim));
     REQUIRE_FALSE(coded.literals.bitplane_fallback);
     VectorLZ::model plain = coded;
     plain.literals = {};  // bit-plane literals
@@ -546,22 +545,21 @@ TEST_CASE("VectorLZ model: truncations and corruptions raise format_error or rea
   }
 }
 
-TEST_CASE("VectorLZ make_model names the config field it cannot use", "[encode][vector_lz]") {
-  const auto fails = [](zcoll::codec_config config, const std::string& what) {
-    CHECK_THROWS_AS(VectorLZ::make_model({}, config), zcoll::argument_error);
-    CHECK_THROWS_WITH(VectorLZ::make_model({}, config), Contains(what));
+TEST_CASE("VectorLZ make_model names the setting it cannot use", "[encode][vector_lz]") {
+  const auto fails = [](VectorLZ::settings settings, zcoll::encode::chunk_layout layout, const std::string& what) {
+    CHECK_THROWS_AS(VectorLZ::make_model({}, settings, layout), zcoll::argument_error);
+    CHECK_THROWS_WITH(VectorLZ::make_model({}, settings, layout), Contains(what));
   };
-  fails({.chunk_values = 4096}, "shape is empty");
-  fails({.chunk_values = 4096, .shape = {10, 0}}, "shape.back() is 0");
-  fails({.chunk_values = 4096, .shape = {10, 32}, .match_window = 0}, "match_window 0 must be in 1..255");
-  fails({.chunk_values = 4096, .shape = {10, 32}, .match_window = 256}, "match_window 256 must be in 1..255");
-  fails({.chunk_values = 4096, .shape = {10, 32}, .match_window = 100000}, "match_window 100000");
-  fails({.chunk_values = 4096, .shape = {1000, 100}},
+  fails({}, {.chunk_values = 4096}, "shape is empty or ends in 0");
+  fails({.match_window = 0}, {.chunk_values = 4096, .row_length = 32}, "match_window 0 must be in 1..255");
+  fails({.match_window = 256}, {.chunk_values = 4096, .row_length = 32}, "match_window 256 must be in 1..255");
+  fails({.match_window = 100000}, {.chunk_values = 4096, .row_length = 32}, "match_window 100000");
+  fails({}, {.chunk_values = 4096, .row_length = 100},
         "chunk_values 4096 must be a multiple of the vector length 100 (shape.back()) for vector-lz");
-  fails({.chunk_values = 4096, .shape = {8192}}, "chunk_values 4096 must be a multiple of the vector length 8192");
-  fails({.chunk_values = 4096, .shape = {std::size_t{1} << 40}}, "multiple of the vector length");
+  fails({}, {.chunk_values = 4096, .row_length = 8192}, "chunk_values 4096 must be a multiple of the vector length 8192");
+  fails({}, {.chunk_values = 4096, .row_length = std::size_t{1} << 40}, "multiple of the vector length");
   // The accepted edges.
-  CHECK(VectorLZ::make_model({}, {.chunk_values = 3200, .shape = {1000, 100}, .match_window = 1}).window == 1);
-  CHECK(VectorLZ::make_model({}, {.chunk_values = 65536, .shape = {65536}, .match_window = 255}).dim == 65536);
-  CHECK(VectorLZ::make_model({}, {.chunk_values = 32, .shape = {7, 5, 1}}).dim == 1);
+  CHECK(VectorLZ::make_model({}, {.match_window = 1}, {.chunk_values = 3200, .row_length = 100}).window == 1);
+  CHECK(VectorLZ::make_model({}, {.match_window = 255}, {.chunk_values = 65536, .row_length = 65536}).dim == 65536);
+  CHECK(VectorLZ::make_model({}, {}, {.chunk_values = 32, .row_length = 1}).dim == 1);
 }

@@ -4,9 +4,9 @@ folders below it.
     check_includes.py INCLUDE_DIR
 
 core/ includes only core/; the stages (quantize/, predict/, encode/, sparsify/) include core/ and their
-own folder; codec/ does not include adapt/, collective/, embedding/ or transport/. The one exception still
-allowed is listed in KNOWN: the stages that read codec_config (issue 17 moves their settings into their
-own structs); a new include outside the rules fails, and so does an exception that is no longer needed.
+own folder; codec/ does not include adapt/, collective/, embedding/ or transport/. An exception would be
+listed in KNOWN with its reason (none is, since the stages' settings left codec_config); a new include
+outside the rules fails, and so does an exception that is no longer needed.
 """
 import os
 import re
@@ -17,11 +17,6 @@ STAGES = {"quantize", "predict", "encode", "sparsify"}
 ALLOWED = {"core": {"core"}, **{s: {"core", s} for s in STAGES}}
 FORBIDDEN = {"codec": {"adapt", "collective", "embedding", "transport"}}
 KNOWN = {  # (file, included header): why it is still there
-    ("predict/concepts.hpp", "codec/codec_config.hpp"): "stage settings still in codec_config",
-    ("predict/lorenzo_grid.hpp", "codec/codec_config.hpp"): "stage settings still in codec_config",
-    ("encode/concepts.hpp", "codec/codec_config.hpp"): "stage settings still in codec_config",
-    ("encode/huffman.hpp", "codec/codec_config.hpp"): "stage settings still in codec_config",
-    ("encode/vector_lz.hpp", "codec/codec_config.hpp"): "stage settings still in codec_config",
 }
 INCLUDE = re.compile(r'^#include "zcoll/([a-z_]+)/([^"]+)"', re.M)
 broken, used = [], set()

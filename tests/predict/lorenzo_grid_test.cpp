@@ -101,24 +101,25 @@ TEST_CASE("Lorenzo<1> is the 1-D predictor", "[predict][lorenzo]") {
 TEST_CASE("Lorenzo<N> grids from the shape: the last extents, checked against the count", "[predict][lorenzo]") {
   using L2 = zcoll::predict::Lorenzo<2>;
   using L3 = zcoll::predict::Lorenzo<3>;
-  const auto grid2 = L2::make_parameters({.shape = {4, 5, 6}}, 120);
+  using shape = std::vector<std::size_t>;
+  const auto grid2 = L2::make_parameters(shape{4, 5, 6}, 120);
   CHECK(grid2.nx == 6);
-  const auto grid3 = L3::make_parameters({.shape = {4, 5, 6}}, 120);
+  const auto grid3 = L3::make_parameters(shape{4, 5, 6}, 120);
   CHECK((grid3.nx == 6 && grid3.ny == 5));
-  const auto padded = L3::make_parameters({.shape = {9}}, 9);  // one row: leading extents of 1
+  const auto padded = L3::make_parameters(shape{9}, 9);  // one row: leading extents of 1
   CHECK((padded.nx == 9 && padded.ny == 1));
   const auto flat = L2::make_parameters({}, 1000);  // no shape: one row of every value
   CHECK(flat.nx == 1000);
 
-  const auto refuses = [](const zcoll::codec_config& config, std::size_t count, const char* what) {
+  const auto refuses = [](const shape& extents, std::size_t count, const char* what) {
     INFO(what);
-    CHECK_THROWS_WITH(L3::make_parameters(config, count), Catch::Contains(what));
+    CHECK_THROWS_WITH(L3::make_parameters(extents, count), Catch::Contains(what));
   };
-  refuses({.shape = {4, 5, 6}}, 121, "shape {4, 5, 6} does not hold the input's 121 values");
-  refuses({.shape = {4, 0, 6}}, 24, "shape {4, 0, 6} does not hold the input's 24 values");
-  const auto empty = L3::make_parameters({.shape = {4, 0, 6}}, 0);  // an empty grid is fine
+  refuses({4, 5, 6}, 121, "shape {4, 5, 6} does not hold the input's 121 values");
+  refuses({4, 0, 6}, 24, "shape {4, 0, 6} does not hold the input's 24 values");
+  const auto empty = L3::make_parameters(shape{4, 0, 6}, 0);  // an empty grid is fine
   CHECK((empty.nx >= 1 && empty.ny >= 1));
-  refuses({.shape = {std::size_t{1} << 40, std::size_t{1} << 40}}, 16, "does not hold the input's 16 values");
+  refuses({std::size_t{1} << 40, std::size_t{1} << 40}, 16, "does not hold the input's 16 values");
 }
 
 TEST_CASE("Lorenzo<N> stream parameters: zero or oversized extents are format errors", "[predict][lorenzo]") {

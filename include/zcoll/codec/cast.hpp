@@ -112,7 +112,7 @@ class Cast : public span_codec<Cast<Format>> {
   /// "cast-fp16", "cast-bf16", "cast-fp8-e4m3", "cast-fp8-e5m2".
   static std::string name() { return std::string("cast-") + Format::name; }
 
-  /// error_bound, chunk_values, shape and match_window are ignored; a fill value is refused, since a cast
+  /// error_bound, chunk_values and shape are ignored; a fill value is refused, since a cast
   /// could keep it exactly only when the format can represent it.
   explicit Cast(codec_config config = {}) : config_(std::move(config)) {
     if (config_.fill_value) {

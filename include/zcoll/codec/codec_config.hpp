@@ -1,5 +1,6 @@
 #pragma once
-/// The numbers a codec is configured with: {.error_bound = zcoll::relative(1e-4), .chunk_values = 4096}.
+/// The settings every codec reads: {.error_bound = zcoll::relative(1e-4), .chunk_values = 4096}. A codec's
+/// own settings come beside it (TopK's topk_config, Hybrid's hybrid_config, VectorLZ's match window).
 
 #include <cstddef>
 #include <cstdint>
@@ -29,8 +30,6 @@ struct codec_config {
   /// extent as the row length and need a count that is a multiple of it; Lorenzo<2> and Lorenzo<3> use
   /// the last two or three extents.
   std::vector<std::size_t> shape = {};
-  /// Vector-LZ: how many previous vectors a match may reach back, 1..255 (the DLRM paper's window).
-  std::uint32_t match_window = 255;
 };
 
 /// The row length `shape` gives (its last extent), or 0 for a flat sequence.

@@ -113,17 +113,25 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   /// 3-D predictor, whose rows and planes must fit in one chunk to be predicted from.
   static constexpr std::uint32_t default_chunk_values = predictor_has_parameters ? max_chunk_values : 4096;
 
-  explicit Pipeline(codec_config config = {}) : config_(std::move(config)) {
+  /// The encoder's own settings (VectorLZ's match window; encode::no_settings for the others).
+  using encoder_settings = encode::settings_t<E>;
+
+  /// Pipeline({.error_bound = zcoll::relative(1e-4)}), or with the encoder's settings beside:
+  /// EmbeddingLZ({.error_bound = zcoll::absolute(0.01), .shape = {rows, 64}}, {.match_window = 64}).
+  explicit Pipeline(codec_config config = {}, encoder_settings encoder = {})
+      : config_(std::move(config)), encoder_(encoder) {
     if (config_.chunk_values == 0) config_.chunk_values = default_chunk_values;
     validate(config_);
+    if constexpr (requires { E::check(encoder_); }) E::check(encoder_);
   }
 
   const codec_config& config() const { return config_; }
+  const encoder_settings& encoder_config() const { return encoder_; }
   /// This codec with another error bound, every other setting kept (what a reduction hop needs).
   Pipeline with_error_bound(const bound& error_bound) const {
     codec_config config = config_;
     config.error_bound = error_bound;
-    return Pipeline(std::move(config));
+    return Pipeline(std::move(config), encoder_);
   }
 
   /// Bytes that compress may write for `count` values: header, index, parameter section, and each chunk
@@ -198,7 +206,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
 
   predictor_parameters make_predictor_parameters(std::size_t count) const {
     if constexpr (predictor_has_parameters) {
-      return P::make_parameters(config_, count);
+      return P::make_parameters(config_.shape, count);
     } else {
       return {};
     }
@@ -413,7 +421,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
       });
       for (const auto& p : partial) statistics.merge(p);
     }
-    return E::make_model(statistics, config_);
+    return E::make_model(statistics, encoder_, {.chunk_values = config_.chunk_values, .row_length = row_length(config_)});
   }
 
   /// Writes the parameter section (u32 size, the predictor's parameters, then the encoder's model) at
@@ -761,6 +769,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   }
 
   codec_config config_;
+  encoder_settings encoder_;
 };
 
 }  // namespace zcoll

@@ -81,8 +81,8 @@ class RowwiseQuantized : public span_codec<RowwiseQuantized<Bits>> {
   /// "rowwise-int8", "rowwise-int4", "rowwise-int2".
   static std::string name() { return "rowwise-int" + std::to_string(Bits); }
 
-  /// The row length is zcoll::row_length(config), config.shape.back(); error_bound, chunk_values and
-  /// match_window are ignored. A flat config (empty shape), a row length of 0 or above 2^32 - 1, or a fill
+  /// The row length is zcoll::row_length(config), config.shape.back(); error_bound and chunk_values
+  /// are ignored. A flat config (empty shape), a row length of 0 or above 2^32 - 1, or a fill
   /// value (the layout has no code to keep one exactly) is an argument_error.
   explicit RowwiseQuantized(codec_config config) : config_(std::move(config)), dim_(row_length(config_)) {
     if (config_.shape.empty()) {

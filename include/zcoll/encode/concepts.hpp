@@ -7,10 +7,34 @@
 #include <optional>
 #include <span>
 
-#include "zcoll/codec/codec_config.hpp"
 #include "zcoll/core/byte_io.hpp"
 
 namespace zcoll::encode {
+
+/// What a chunk encoder's model may depend on besides its own settings: the pipeline's chunk length and
+/// the data's row length (the last extent of its shape; 0 for a flat sequence).
+struct chunk_layout {
+  std::uint32_t chunk_values = 0;
+  std::size_t row_length = 0;
+};
+
+/// The settings of an encoder that has none of its own.
+struct no_settings {
+  friend bool operator==(const no_settings&, const no_settings&) = default;
+};
+
+/// An encoder's settings type: E::settings (VectorLZ's match window), or no_settings.
+template <class E>
+struct settings_of {
+  using type = no_settings;
+};
+template <class E>
+  requires requires { typename E::settings; }
+struct settings_of<E> {
+  using type = typename E::settings;
+};
+template <class E>
+using settings_t = typename settings_of<E>::type;
 
 /// A block encoder packs blocks of 32 residuals into bytes and back. encode_block is given room for
 /// max_block_bytes and returns the size of the block; it may use the room past that size as scratch
@@ -32,7 +56,8 @@ concept encoder = requires(const std::int32_t* residuals, std::byte* out, std::s
 /// - `statistics` gathers what the model is built from: the pipeline calls add() on every chunk's
 ///   residuals (in parallel, one object per worker) and merge()s them, but only when
 ///   `needs_statistics` is true; otherwise the model is built from an empty one.
-/// - make_model(statistics, config) builds the model (argument_error if the config does not suit it);
+/// - make_model(statistics, settings, layout) builds the model from the encoder's own settings
+///   (settings_t<E>) and the pipeline's chunk layout (argument_error if they do not suit it);
 ///   write_model / model_size_bytes / read_model put it in the stream's parameter section; read_model
 ///   validates and raises format_error. No model takes more than `max_model_bytes`.
 /// - encode_chunk(model, residuals, out) writes the chunk into `out` and returns its size, or nothing
@@ -42,8 +67,9 @@ concept encoder = requires(const std::int32_t* residuals, std::byte* out, std::s
 template <class E>
 concept chunk_encoder =
     std::default_initializable<typename E::statistics> && std::copyable<typename E::model> &&
+    std::regular<settings_t<E>> &&
     requires(typename E::statistics& s, const typename E::statistics& cs, const typename E::model& m,
-             const codec_config& config, byte_writer& writer, byte_reader& reader,
+             const settings_t<E>& settings, const chunk_layout& layout, byte_writer& writer, byte_reader& reader,
              std::span<const std::int32_t> residuals, std::span<std::byte> out, std::span<const std::byte> in,
              std::span<std::uint32_t> decoded) {
       { E::id } -> std::convertible_to<std::uint8_t>;
@@ -52,7 +78,7 @@ concept chunk_encoder =
       { E::max_model_bytes } -> std::convertible_to<std::size_t>;
       s.add(residuals);
       s.merge(cs);
-      { E::make_model(cs, config) } -> std::same_as<typename E::model>;
+      { E::make_model(cs, settings, layout) } -> std::same_as<typename E::model>;
       { E::model_size_bytes(m) } -> std::same_as<std::size_t>;
       E::write_model(m, writer);
       { E::read_model(reader) } -> std::same_as<typename E::model>;

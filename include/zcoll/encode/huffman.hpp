@@ -41,11 +41,11 @@
 #include <span>
 #include <string>
 
-#include "zcoll/codec/codec_config.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/encode/bitshuffle.hpp"
+#include "zcoll/encode/concepts.hpp"
 #include "zcoll/encode/detail/huffman_chunk.hpp"
 #include "zcoll/encode/detail/huffman_model.hpp"
 #include "zcoll/encode/detail/huffman_statistics.hpp"
@@ -56,7 +56,7 @@ namespace zcoll::encode {
 ///
 ///     Huffman::statistics stats;
 ///     stats.add(residuals);                                  // every chunk's residuals
-///     const auto model = Huffman::make_model(stats, config);
+///     const auto model = Huffman::make_model(stats);
 ///     auto size = Huffman::encode_chunk(model, residuals, out);   // nullopt: does not fit
 ///     Huffman::decode_chunk(model, in, decoded);
 struct Huffman {
@@ -70,8 +70,9 @@ struct Huffman {
   using model = detail::huffman_model;
 
   /// The optimal code of at most 12 bits per codeword for the statistics, or the bit-plane fallback when
-  /// that is estimated no larger (or the statistics are empty). The config is not needed.
-  static model make_model(const statistics& stats, const codec_config& /*config*/) {
+  /// that is estimated no larger (or the statistics are empty). Neither settings nor layout matter to it.
+  static model make_model(const statistics& stats, const no_settings& /*settings*/ = {},
+                          const chunk_layout& /*layout*/ = {}) {
     return detail::make_huffman_model(stats);
   }
 

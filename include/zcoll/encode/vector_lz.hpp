@@ -39,7 +39,7 @@
 /// the code takes the entropy of the rest (a Huffman model that would not beat bit-plane blocks is
 /// its fallback, and the section is the bit-plane blocks above).
 ///
-///     const auto model = VectorLZ::make_model({}, {.chunk_values = 4096, .shape = {rows, 64}});
+///     const auto model = VectorLZ::make_model({}, {.match_window = 255}, {.chunk_values = 4096, .row_length = 64});
 ///     auto size = VectorLZ::encode_chunk(model, residuals, out);   // nullopt: did not fit
 ///     VectorLZ::decode_chunk(model, out.first(*size), decoded);
 
@@ -53,13 +53,13 @@
 #include <string>
 #include <vector>
 
-#include "zcoll/codec/codec_config.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/stream_header.hpp"
 #include "zcoll/encode/bitshuffle.hpp"
+#include "zcoll/encode/concepts.hpp"
 #include "zcoll/encode/huffman.hpp"
 
 namespace zcoll::encode {
@@ -352,27 +352,40 @@ struct VectorLZ {
   static constexpr std::size_t max_model_bytes = lz_model_bytes + Huffman::max_model_bytes;
   static constexpr unsigned max_window = 255;
 
-  /// The vector length and window from the config; a chunk must hold whole vectors, so that no
-  /// vector straddles two chunks.
-  static model make_model(const statistics& residuals, const codec_config& config) {
-    if (config.shape.empty()) {
+  /// VectorLZ's own setting: {.match_window = 64} (a Pipeline with this encoder takes it beside its
+  /// codec_config).
+  struct settings {
+    /// How many previous vectors a match may reach back, 1..255 (the DLRM paper's window; the token
+    /// that names it is one byte).
+    std::uint32_t match_window = max_window;
+    friend bool operator==(const settings&, const settings&) = default;
+  };
+
+  /// argument_error unless the window is in 1..255.
+  static void check(const settings& s) {
+    if (s.match_window < 1 || s.match_window > max_window) {
+      throw argument_error("vector-lz settings: match_window " + std::to_string(s.match_window) + " must be in 1..255");
+    }
+  }
+
+  /// The vector length from the layout's row length, the window from the settings; a chunk must hold
+  /// whole vectors, so that no vector straddles two chunks.
+  static model make_model(const statistics& residuals, const settings& s, const chunk_layout& layout) {
+    check(s);
+    const std::size_t dim = layout.row_length;
+    if (dim == 0) {
       throw argument_error(
-          "codec_config: shape is empty; vector-lz needs the vector length as shape.back() (shape = {rows, dim})");
+          "codec_config: shape is empty or ends in 0; vector-lz needs the vector length >= 1 as shape.back() "
+          "(shape = {rows, dim})");
     }
-    const std::size_t dim = row_length(config);
-    if (dim == 0) throw argument_error("codec_config: shape.back() is 0; vector-lz needs a vector length >= 1");
-    if (config.match_window < 1 || config.match_window > max_window) {
-      throw argument_error("codec_config: match_window " + std::to_string(config.match_window) +
-                           " must be in 1..255 for vector-lz");
-    }
-    if (dim > config.chunk_values || config.chunk_values % dim != 0) {
-      throw argument_error("codec_config: chunk_values " + std::to_string(config.chunk_values) +
+    if (dim > layout.chunk_values || layout.chunk_values % dim != 0) {
+      throw argument_error("codec_config: chunk_values " + std::to_string(layout.chunk_values) +
                            " must be a multiple of the vector length " + std::to_string(dim) +
                            " (shape.back()) for vector-lz");
     }
     return {.dim = static_cast<std::uint32_t>(dim),
-            .window = static_cast<std::uint8_t>(config.match_window),
-            .literals = Huffman::make_model(residuals, config)};
+            .window = static_cast<std::uint8_t>(s.match_window),
+            .literals = Huffman::make_model(residuals)};
   }
 
   static std::size_t model_size_bytes(const model& m) {

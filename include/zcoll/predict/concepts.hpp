@@ -4,8 +4,8 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
-#include "zcoll/codec/codec_config.hpp"
 #include "zcoll/core/byte_io.hpp"
 
 namespace zcoll::predict {
@@ -23,13 +23,13 @@ concept predictor = std::default_initializable<typename P::state> &&
                     };
 
 /// A predictor with stream parameters (the grid of a 2-D or 3-D Lorenzo predictor): made from the
-/// config and the value count, written to and read from the pipeline's parameter section, and given to
+/// data's shape (extents, slowest first; empty for a flat sequence) and the value count, written to and read from the pipeline's parameter section, and given to
 /// the state of each chunk with the chunk's first value and its length.
 template <class P>
 concept parameterized_predictor =
-    predictor<P> && requires(const codec_config& config, std::size_t count, const typename P::parameters& p,
+    predictor<P> && requires(std::span<const std::size_t> shape, std::size_t count, const typename P::parameters& p,
                              byte_writer& out, byte_reader& in) {
-      { P::make_parameters(config, count) } -> std::same_as<typename P::parameters>;
+      { P::make_parameters(shape, count) } -> std::same_as<typename P::parameters>;
       { P::parameter_bytes } -> std::convertible_to<std::size_t>;
       P::write_parameters(p, out);
       { P::read_parameters(in) } -> std::same_as<typename P::parameters>;

@@ -11,8 +11,8 @@
 /// corrupted stream decodes to garbage values, never to undefined behaviour.
 ///
 /// The grid's extents are stream parameters (the pipeline's parameter section): nx (the fastest extent)
-/// and, for 3-D, ny, each a u64. They come from codec_config::shape, slowest first: the last two or three
-/// extents; a shape of fewer extents is padded with leading 1s, and no shape means one row of `count`.
+/// and, for 3-D, ny, each a u64. They come from the data's shape (codec_config::shape), slowest first:
+/// the last two or three extents; a shape of fewer extents is padded with leading 1s, and no shape means one row of `count`.
 
 #include <algorithm>
 #include <cstddef>
@@ -20,10 +20,9 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <span>
 #include <string>
-#include <vector>
 
-#include "zcoll/codec/codec_config.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
@@ -49,10 +48,9 @@ struct LorenzoGrid {
   /// nx, and ny for 3-D.
   static constexpr std::size_t parameter_bytes = 8 * (N - 1);
 
-  /// The grid of `count` values that config.shape describes; argument_error when the shape does not
-  /// hold exactly `count` values.
-  static parameters make_parameters(const codec_config& config, std::size_t count) {
-    const auto& shape = config.shape;
+  /// The grid of `count` values that `shape` (slowest first) describes; argument_error when the shape
+  /// does not hold exactly `count` values.
+  static parameters make_parameters(std::span<const std::size_t> shape, std::size_t count) {
     if (shape.empty()) return {.nx = std::max<std::uint64_t>(count, 1), .ny = 1};
     std::uint64_t product = 1;
     bool overflow = false;
@@ -214,7 +212,7 @@ struct LorenzoGrid {
   ZCOLL_ALWAYS_INLINE static void inverse(state& s, std::uint32_t* values) { s.inverse(values); }
 
  private:
-  static std::string shape_text(const std::vector<std::size_t>& shape) {
+  static std::string shape_text(std::span<const std::size_t> shape) {
     std::string text = "{";
     for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
     return text + "}";
