@@ -389,7 +389,9 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
     case code::bad_chunk_kind: return where + "unknown chunk kind " + std::to_string(f.detail);
     case code::bad_verbatim_chunk: return where + "verbatim chunk of " + std::to_string(f.detail) + " bytes does not hold its values";
     case code::bad_block: return where + "bad or truncated block at byte " + std::to_string(f.detail);
-    case code::bad_exceptions: return where + "exception section at byte " + std::to_string(f.detail) + " does not parse";
+    case code::bad_exceptions:
+      return where + "exception section at byte " + std::to_string(f.detail >> 8) + ": " +
+             zcoll::detail::to_string(static_cast<zcoll::detail::exception_fault>(f.detail & 0xFF));
     case code::bytes_left: return where + std::to_string(f.detail) + " bytes left after the last block";
   }
   return where + "unknown fault " + std::to_string(f.code);

@@ -10,17 +10,9 @@
 /// | 1 = verbatim             | the values themselves, little-endian                                  |
 /// | 2 = coded, exceptions    | the encoded blocks, then the exception section below                  |
 ///
-/// Exception section: u16 entry count (>= 1), then entries in increasing, non-overlapping block order:
-///
-/// | bytes | field                                                                                     |
-/// |-------|-------------------------------------------------------------------------------------------|
-/// | 2     | first block (u16, within the chunk)                                                       |
-/// | 2     | block count (u16, >= 1)                                                                   |
-/// | 1     | type: 0 = fill run — every value of these blocks is the declared fill value;              |
-/// |       |       1 = masked block (count 1), followed by:                                            |
-/// | 4     |   fill mask (u32): lanes holding the declared fill value                                  |
-/// | 4     |   outlier mask (u32, disjoint from the fill mask): lanes stored exactly, which follow as  |
-/// | k × sizeof(T) | the k = popcount(outlier mask) values, in lane order                              |
+/// The exception section (the lanes stored exactly: fill values and values the quantizer cannot code
+/// within the bound) is described, written and read in codec/detail/exception_section.hpp, the one
+/// implementation the host and the CUDA driver share.
 ///
 /// An exception's code repeats the code before it, so a smooth predictor sees no jump and a run of fill
 /// values costs one byte per 32 values in the encoded blocks. A chunk whose coded form would not be
@@ -43,6 +35,7 @@
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
+#include "zcoll/codec/detail/exception_section.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/codec/span_codec.hpp"
 #include "zcoll/core/byte_io.hpp"
@@ -541,8 +534,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     const std::size_t exception_bytes = exception_section_bytes<T>(exceptions, values.size());
     if (exception_bytes > static_cast<std::size_t>(limit - cursor)) return write_verbatim(values, out);
     out[0] = static_cast<std::byte>(detail::chunk_kind::coded_with_exceptions);
-    byte_writer section(std::span<std::byte>(cursor, exception_bytes));
-    write_exception_section(section, exceptions, values);
+    write_exception_section(cursor, exceptions, values);
     return static_cast<std::size_t>(cursor - out) + exception_bytes;
   }
 
@@ -580,7 +572,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   template <floating_value T>
   static std::size_t exception_section_bytes(std::span<const detail::block_exceptions> exceptions,
                                              std::size_t chunk_size) {
-    std::size_t bytes = 2;
+    std::size_t bytes = detail::exception_count_bytes;
     for_each_exception_entry(
         exceptions, chunk_size, [&](std::size_t, std::size_t) { bytes += detail::exception_entry_header_bytes; },
         [&](const detail::block_exceptions& e) {
@@ -589,30 +581,22 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     return bytes;
   }
 
+  /// Writes the chunk's exception section at `at` (exception_section_bytes of room).
   template <floating_value T>
-  static void write_exception_section(byte_writer& out, std::span<const detail::block_exceptions> exceptions,
+  static void write_exception_section(std::byte* at, std::span<const detail::block_exceptions> exceptions,
                                       std::span<const T> values) {
     std::size_t entries = 0;
     for_each_exception_entry(
         exceptions, values.size(), [&](std::size_t, std::size_t) { ++entries; },
         [&](const detail::block_exceptions&) { ++entries; });
-    out.write(static_cast<std::uint16_t>(entries));
+    at = detail::write_exception_count(at, static_cast<std::uint16_t>(entries));
     for_each_exception_entry(
         exceptions, values.size(),
         [&](std::size_t first, std::size_t count) {
-          out.write(static_cast<std::uint16_t>(first));
-          out.write(static_cast<std::uint16_t>(count));
-          out.write(static_cast<std::uint8_t>(detail::exception_type::fill_run));
+          at = detail::write_fill_run(at, static_cast<std::uint16_t>(first), static_cast<std::uint16_t>(count));
         },
         [&](const detail::block_exceptions& e) {
-          out.write(e.block);
-          out.write(std::uint16_t{1});
-          out.write(static_cast<std::uint8_t>(detail::exception_type::masked_block));
-          out.write(e.fill);
-          out.write(e.outliers);
-          for (block_mask rest = e.outliers; rest != 0; rest &= rest - 1) {
-            out.write(values[std::size_t{e.block} * block_values + static_cast<std::size_t>(std::countr_zero(rest))]);
-          }
+          at = detail::write_masked_block(at, e.block, e.fill, e.outliers, values.data() + std::size_t{e.block} * block_values);
         });
   }
 
@@ -724,48 +708,13 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   template <floating_value T, class Where>
   static std::size_t read_exception_section(std::span<const std::byte> section, const std::optional<T>& fill,
                                             std::span<T> values, const Where& where) {
-    byte_reader in(section);
-    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
-    const auto entries = in.read<std::uint16_t>("exception entry count");
-    if (entries == 0) throw format_error(where() + "exception section with no entries");
-    std::size_t next_free_block = 0;
-    for (std::size_t e = 0; e < entries; ++e) {
-      const std::size_t first = in.read<std::uint16_t>("exception first block");
-      const std::size_t count = in.read<std::uint16_t>("exception block count");
-      const auto type = static_cast<detail::exception_type>(in.read<std::uint8_t>("exception type"));
-      if (count == 0 || first < next_free_block || first + count > blocks) {
-        throw format_error(where() + "exception entry for blocks [" + std::to_string(first) + ", " +
-                           std::to_string(first + count) + ") is out of order or outside the chunk's " +
-                           std::to_string(blocks) + " blocks");
-      }
-      next_free_block = first + count;
-      const std::size_t begin = first * block_values;
-      const std::size_t end = std::min(values.size(), (first + count) * block_values);
-      if (type == detail::exception_type::fill_run) {
-        if (!fill) throw format_error(where() + "fill run in a stream without a fill value");
-        std::fill(values.data() + begin, values.data() + end, *fill);
-        continue;
-      }
-      if (type != detail::exception_type::masked_block || count != 1) {
-        throw format_error(where() + "exception entry of type " + std::to_string(static_cast<unsigned>(type)) +
-                           " and count " + std::to_string(count) + " is not a fill run or a single masked block");
-      }
-      const auto fill_lanes = in.read<block_mask>("exception fill mask");
-      const auto outliers = in.read<block_mask>("exception outlier mask");
-      const block_mask valid = detail::first_lanes(end - begin);
-      if ((fill_lanes & outliers) != 0 || ((fill_lanes | outliers) & ~valid) != 0 || (fill_lanes | outliers) == 0) {
-        throw format_error(where() + "exception masks of block " + std::to_string(first) +
-                           " overlap, are empty or name lanes past the chunk's end");
-      }
-      if (fill_lanes != 0 && !fill) throw format_error(where() + "fill mask in a stream without a fill value");
-      for (block_mask rest = fill_lanes; rest != 0; rest &= rest - 1) {
-        values[begin + static_cast<std::size_t>(std::countr_zero(rest))] = *fill;
-      }
-      for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
-        values[begin + static_cast<std::size_t>(std::countr_zero(rest))] = in.read<T>("exception outlier value");
-      }
+    const auto read = detail::apply_exception_section(section.data(), section.size(), fill.has_value(),
+                                                      fill.value_or(T(0)), values.data(), values.size());
+    if (read.fault != detail::exception_fault::none) {
+      throw format_error(where() + "exception section, entry " + std::to_string(read.entry) + ": " +
+                         detail::to_string(read.fault));
     }
-    return in.offset();
+    return read.bytes;
   }
 
   codec_config config_;

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "zcoll/codec/codec_id.hpp"
+#include "zcoll/codec/detail/exception_section.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/config.hpp"
@@ -293,7 +294,7 @@ ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std
   chunk_sizes total;
   const chunk_sizes before = team.exclusive_scan(own, add_chunk_sizes{}, chunk_sizes{}, total);
   const std::size_t value_bytes = n * sizeof(T);
-  const std::size_t section_bytes = total.entries > 0 ? 2 + std::size_t{total.exception_bytes} : 0;
+  const std::size_t section_bytes = total.entries > 0 ? exception_count_bytes + std::size_t{total.exception_bytes} : 0;
   // As on the host: the coded form is kept only when it is not larger than the values.
   const bool verbatim = n > 0 && (!coded || 1 + std::size_t{total.block_bytes} + section_bytes > value_bytes);
   const std::uint64_t chunk_bytes = n == 0 ? 0 : verbatim ? 1 + value_bytes : 1 + total.block_bytes + section_bytes;
@@ -328,8 +329,7 @@ ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std
                                                   : chunk_kind::coded;
       chunk[0] = static_cast<std::byte>(kind);
       if (kind == chunk_kind::coded_with_exceptions) {
-        const auto entries = static_cast<std::uint16_t>(total.entries);
-        std::memcpy(chunk + 1 + total.block_bytes, &entries, 2);
+        write_exception_count(chunk + 1 + total.block_bytes, static_cast<std::uint16_t>(total.entries));
       }
     }
     if (c + 1 >= chunks) job.stream_bytes[s] = (c == 0 ? 0 : earlier.in_stream) + tile.in_stream;
@@ -344,25 +344,13 @@ ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std
   if (!mine) return;
   std::memcpy(chunk + 1 + before.block_bytes, encoded, encoded_bytes);
   if (own.entries == 0) return;
-  std::byte* entry = chunk + 1 + total.block_bytes + 2 + before.exception_bytes;
-  const auto put = [&](const auto& value) {
-    std::memcpy(entry, &value, sizeof value);
-    entry += sizeof value;
-  };
-  put(static_cast<std::uint16_t>(b));
+  std::byte* const entry = chunk + 1 + total.block_bytes + exception_count_bytes + before.exception_bytes;
   if (fill_block) {
     std::uint16_t run = 1;
     while (b + run < blocks && team.flags()[b + run] != 0) ++run;
-    put(run);
-    put(static_cast<std::uint8_t>(exception_type::fill_run));
-    return;
-  }
-  put(std::uint16_t{1});
-  put(static_cast<std::uint8_t>(exception_type::masked_block));
-  put(e.fill);
-  put(e.outliers);
-  for (block_mask rest = e.outliers; rest != 0; rest &= rest - 1) {
-    put(values[b * block_values + static_cast<std::size_t>(std::countr_zero(rest))]);
+    write_fill_run(entry, static_cast<std::uint16_t>(b), run);
+  } else {
+    write_masked_block(entry, static_cast<std::uint16_t>(b), e.fill, e.outliers, values + b * block_values);
   }
 }
 
@@ -379,9 +367,14 @@ enum class decode_fault_code : std::uint32_t {
   bad_chunk_kind,
   bad_verbatim_chunk,  // size is not 1 + the chunk's values
   bad_block,           // a block header no encoder writes, or a block past the chunk's end
-  bad_exceptions,      // an exception section that does not parse, or names lanes it may not
+  bad_exceptions,      // an exception section that does not parse (detail: exception_fault_detail)
   bytes_left,          // bytes after the last block or exception entry
 };
+
+/// A bad_exceptions fault's detail: the section's byte in the chunk and the exception_fault.
+ZCOLL_HOST_DEVICE constexpr std::uint64_t exception_fault_detail(std::size_t at, exception_fault fault) {
+  return std::uint64_t{at} << 8 | static_cast<std::uint8_t>(fault);
+}
 
 /// The first fault of a launch, as reported: which stream and chunk, and a detail (a byte count or tag).
 struct decode_fault {
@@ -415,54 +408,6 @@ ZCOLL_HOST_DEVICE decode_fault_code check_header(const std::byte* stream, std::u
   if (h.chunk_values != chunk_values || h.chunk_count != chunks) return decode_fault_code::wrong_chunking;
   if (!(h.error_bound <= std::numeric_limits<double>::max())) return decode_fault_code::bad_error_bound;
   return decode_fault_code::none;
-}
-
-/// Applies a chunk's exception section at `section` (`available` bytes to the chunk's end) to its `n`
-/// values; returns the section's size, or 0 (with the fault in `fault`) when it does not parse.
-template <floating_value T>
-ZCOLL_HOST_DEVICE std::size_t apply_exception_section(const std::byte* section, std::size_t available,
-                                                      const stream_header& h, T* values, std::size_t n) {
-  std::size_t at = 0;
-  const auto take = [&](auto& value) {
-    if (available - at < sizeof value) return false;
-    std::memcpy(&value, section + at, sizeof value);
-    at += sizeof value;
-    return true;
-  };
-  const std::size_t blocks = (n + block_values - 1) / block_values;
-  const T fill = std::bit_cast<T>(static_cast<bits_of<T>>(h.fill_bits));
-  std::uint16_t entries = 0;
-  if (!take(entries) || entries == 0) return 0;
-  std::size_t next_free_block = 0;
-  for (std::size_t i = 0; i < entries; ++i) {
-    std::uint16_t first = 0, count = 0;
-    std::uint8_t type = 0;
-    if (!take(first) || !take(count) || !take(type)) return 0;
-    if (count == 0 || first < next_free_block || std::size_t{first} + count > blocks) return 0;
-    next_free_block = std::size_t{first} + count;
-    const std::size_t begin = std::size_t{first} * block_values;
-    const std::size_t end = next_free_block * block_values < n ? next_free_block * block_values : n;
-    if (type == static_cast<std::uint8_t>(exception_type::fill_run)) {
-      if (!h.has_fill_value) return 0;
-      for (std::size_t j = begin; j < end; ++j) values[j] = fill;
-      continue;
-    }
-    block_mask fill_lanes = 0, outliers = 0;
-    if (type != static_cast<std::uint8_t>(exception_type::masked_block) || count != 1) return 0;
-    if (!take(fill_lanes) || !take(outliers)) return 0;
-    const block_mask valid = first_lanes(end - begin);
-    if ((fill_lanes & outliers) != 0 || ((fill_lanes | outliers) & ~valid) != 0 || (fill_lanes | outliers) == 0 ||
-        (fill_lanes != 0 && !h.has_fill_value)) {
-      return 0;
-    }
-    for (block_mask rest = fill_lanes; rest != 0; rest &= rest - 1) values[begin + std::countr_zero(rest)] = fill;
-    for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
-      T value;
-      if (!take(value)) return 0;
-      values[begin + std::countr_zero(rest)] = value;
-    }
-  }
-  return at;
 }
 
 /// Decompresses tile `t` of the job with the team; every thread of the team calls it. A fault is
@@ -572,9 +517,12 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
   if (b != 0) return;
   std::size_t at = starts[end_of_blocks];
   if (kind == chunk_kind::coded_with_exceptions) {
-    const std::size_t section = apply_exception_section(chunk + at, size - at, h, values, n);
-    if (section == 0) return fail(decode_fault_code::bad_exceptions, at);
-    at += section;
+    const auto section = apply_exception_section(chunk + at, size - at, h.has_fill_value,
+                                                 std::bit_cast<T>(static_cast<bits_of<T>>(h.fill_bits)), values, n);
+    if (section.fault != exception_fault::none) {
+      return fail(decode_fault_code::bad_exceptions, exception_fault_detail(at, section.fault));
+    }
+    at += section.bytes;
   }
   if (at != size) fail(decode_fault_code::bytes_left, size - at);
 }

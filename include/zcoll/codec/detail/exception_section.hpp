@@ -1,0 +1,160 @@
+#pragma once
+/// A pipeline chunk's exception section, written and read by this one piece of code for the host driver
+/// (codec/pipeline.hpp) and the CUDA driver (codec/detail/pipeline_tile.hpp): the lanes that are not
+/// coded (fill values and values the quantizer cannot code within the bound), stored exactly.
+///
+/// | bytes | field                                                                            |
+/// |-------|----------------------------------------------------------------------------------|
+/// | 2     | entries (u16, ≥ 1)                                                               |
+/// | then, per entry, in block order:                                                         |
+/// | 2     | first block (u16)                                                                |
+/// | 2     | blocks (u16): the run's length for a fill run, 1 for a masked block              |
+/// | 1     | type: 0 = fill run (every lane of the blocks is the fill value), 1 = masked block |
+/// | 4     | masked block only: fill lanes (u32 mask, bit j = lane j)                         |
+/// | 4     | masked block only: outlier lanes (u32 mask, disjoint from the fill lanes)        |
+/// | T × n | masked block only: the n outliers' values, in lane order                         |
+///
+/// Entries name blocks in increasing order without overlap, inside the chunk; masks name lanes inside it.
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "zcoll/codec/detail/pipeline_block.hpp"
+#include "zcoll/core/config.hpp"
+#include "zcoll/core/lanes.hpp"
+#include "zcoll/core/value_type.hpp"
+
+namespace zcoll::detail {
+
+/// Why an exception section does not parse.
+enum class exception_fault : std::uint8_t {
+  none = 0,
+  truncated,         // an entry, a mask or a value runs past the chunk
+  no_entries,        // the entry count is 0
+  blocks_misplaced,  // an entry's blocks are empty, out of order, overlapping or past the chunk's end
+  unknown_type,      // not a fill run, or a masked block whose block count is not 1
+  bad_masks,         // masks that overlap, are empty, or name lanes past the chunk's end
+  no_fill_value,     // fill lanes in a stream that declares no fill value
+};
+
+ZCOLL_HOST_DEVICE constexpr const char* to_string(exception_fault fault) {
+  switch (fault) {
+    case exception_fault::none: return "no fault";
+    case exception_fault::truncated: return "an entry runs past the chunk's end";
+    case exception_fault::no_entries: return "a section of no entries";
+    case exception_fault::blocks_misplaced:
+      return "an entry's blocks are empty, out of order or outside the chunk";
+    case exception_fault::unknown_type: return "an entry is neither a fill run nor a single masked block";
+    case exception_fault::bad_masks: return "a masked block's masks overlap, are empty or name lanes past the chunk's end";
+    case exception_fault::no_fill_value: return "fill lanes in a stream without a fill value";
+  }
+  return "unknown fault";
+}
+
+/// Bytes of the section's entry count.
+inline constexpr std::size_t exception_count_bytes = 2;
+
+ZCOLL_HOST_DEVICE inline std::byte* put_exception_bytes(std::byte* at, const void* value, std::size_t bytes) {
+  std::memcpy(at, value, bytes);
+  return at + bytes;
+}
+
+/// Writes the section's entry count at `at`; returns the byte after it.
+ZCOLL_HOST_DEVICE inline std::byte* write_exception_count(std::byte* at, std::uint16_t entries) {
+  return put_exception_bytes(at, &entries, sizeof entries);
+}
+
+/// Writes a fill-run entry for blocks [first, first + blocks); returns the byte after it.
+ZCOLL_HOST_DEVICE inline std::byte* write_fill_run(std::byte* at, std::uint16_t first, std::uint16_t blocks) {
+  const auto type = static_cast<std::uint8_t>(exception_type::fill_run);
+  at = put_exception_bytes(at, &first, sizeof first);
+  at = put_exception_bytes(at, &blocks, sizeof blocks);
+  return put_exception_bytes(at, &type, sizeof type);
+}
+
+/// Writes a masked-block entry for `block`, whose 32 values start at `block_start` (lanes past the
+/// chunk's end are never named by the masks, so never read); returns the byte after it
+/// (masked_block_entry_bytes<T>(outliers) bytes on).
+template <floating_value T>
+ZCOLL_HOST_DEVICE std::byte* write_masked_block(std::byte* at, std::uint16_t block, block_mask fill,
+                                                block_mask outliers, const T* block_start) {
+  const std::uint16_t one = 1;
+  const auto type = static_cast<std::uint8_t>(exception_type::masked_block);
+  at = put_exception_bytes(at, &block, sizeof block);
+  at = put_exception_bytes(at, &one, sizeof one);
+  at = put_exception_bytes(at, &type, sizeof type);
+  at = put_exception_bytes(at, &fill, sizeof fill);
+  at = put_exception_bytes(at, &outliers, sizeof outliers);
+  for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
+    at = put_exception_bytes(at, block_start + std::countr_zero(rest), sizeof(T));
+  }
+  return at;
+}
+
+/// What applying a section gave: its size in bytes, or a fault and the entry it met it in.
+struct exception_section_read {
+  std::size_t bytes = 0;
+  exception_fault fault = exception_fault::none;
+  std::size_t entry = 0;
+};
+
+/// Applies the section at `section` (`available` bytes to the chunk's end) to the chunk's `n` decoded
+/// values: fill lanes get `fill` (only when `has_fill`), outliers their stored values. Reads nothing past
+/// `available`; on a fault the values are partly written.
+template <floating_value T>
+ZCOLL_HOST_DEVICE exception_section_read apply_exception_section(const std::byte* section, std::size_t available,
+                                                                 bool has_fill, T fill, T* values, std::size_t n) {
+  exception_section_read read;
+  const auto take = [&](auto& value) {
+    if (available - read.bytes < sizeof value) return false;
+    std::memcpy(&value, section + read.bytes, sizeof value);
+    read.bytes += sizeof value;
+    return true;
+  };
+  const auto fail = [&](exception_fault fault) {
+    read.fault = fault;
+    return read;
+  };
+  const std::size_t blocks = (n + block_values - 1) / block_values;
+  std::uint16_t entries = 0;
+  if (!take(entries)) return fail(exception_fault::truncated);
+  if (entries == 0) return fail(exception_fault::no_entries);
+  std::size_t next_free_block = 0;
+  for (; read.entry < entries; ++read.entry) {
+    std::uint16_t first = 0, count = 0;
+    std::uint8_t type = 0;
+    if (!take(first) || !take(count) || !take(type)) return fail(exception_fault::truncated);
+    if (count == 0 || first < next_free_block || std::size_t{first} + count > blocks) {
+      return fail(exception_fault::blocks_misplaced);
+    }
+    next_free_block = std::size_t{first} + count;
+    const std::size_t begin = std::size_t{first} * block_values;
+    const std::size_t end = next_free_block * block_values < n ? next_free_block * block_values : n;
+    if (type == static_cast<std::uint8_t>(exception_type::fill_run)) {
+      if (!has_fill) return fail(exception_fault::no_fill_value);
+      for (std::size_t j = begin; j < end; ++j) values[j] = fill;
+      continue;
+    }
+    if (type != static_cast<std::uint8_t>(exception_type::masked_block) || count != 1) {
+      return fail(exception_fault::unknown_type);
+    }
+    block_mask fill_lanes = 0, outliers = 0;
+    if (!take(fill_lanes) || !take(outliers)) return fail(exception_fault::truncated);
+    const block_mask valid = first_lanes(end - begin);
+    if ((fill_lanes & outliers) != 0 || ((fill_lanes | outliers) & ~valid) != 0 || (fill_lanes | outliers) == 0) {
+      return fail(exception_fault::bad_masks);
+    }
+    if (fill_lanes != 0 && !has_fill) return fail(exception_fault::no_fill_value);
+    for (block_mask rest = fill_lanes; rest != 0; rest &= rest - 1) values[begin + std::countr_zero(rest)] = fill;
+    for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
+      T value;
+      if (!take(value)) return fail(exception_fault::truncated);
+      values[begin + std::countr_zero(rest)] = value;
+    }
+  }
+  return read;
+}
+
+}  // namespace zcoll::detail
