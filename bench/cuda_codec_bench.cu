@@ -87,17 +87,16 @@ cuda_codec_result<T> measure_codec(const zcoll::codec_config& config, std::span<
   event_timer timer;
   cuda_codec_result<T> result;
   result.compress_s = timer.median_seconds(exec.stream, repeat, [&] {
-    zcoll::cuda::compress_batch(exec, codec, reinterpret_cast<const T*>(d_values.data()), counts, d_stream.span(),
-                                workspace.span());
+    zcoll::compress(exec, codec, std::span<const T>(reinterpret_cast<const T*>(d_values.data()), values.size()),
+                    d_stream.span(), workspace.span());
   });
   std::uint64_t bytes = 0;
   check_call(cudaMemcpy(&bytes, zcoll::cuda::results_of(workspace.span(), 1).total_bytes, 8, cudaMemcpyDeviceToHost),
              "reading the compressed size");
   result.compressed_bytes = static_cast<std::size_t>(bytes);
-  const std::uint64_t offset[] = {0}, stream_bytes[] = {bytes};
   result.decompress_s = timer.median_seconds(exec.stream, repeat, [&] {
-    zcoll::cuda::decompress_batch(exec, codec, std::span<const std::byte>(d_stream.span()), offset, stream_bytes,
-                                  reinterpret_cast<T*>(d_restored.data()), counts, workspace.span());
+    zcoll::decompress(exec, codec, std::span<const std::byte>(d_stream.span().first(bytes)),
+                      std::span<T>(reinterpret_cast<T*>(d_restored.data()), values.size()), workspace.span());
   });
   zcoll::cuda::check_decoded(exec, workspace.span(), 1);
   result.restored.resize(values.size());
@@ -130,9 +129,9 @@ cuda_batch_result measure_codec_batch(const zcoll::codec_config& config, std::sp
   }
   event_timer timer;
   cuda_batch_result result;
-  const auto* d = reinterpret_cast<const T*>(d_values.data());
+  const std::span<const T> d(reinterpret_cast<const T*>(d_values.data()), values.size());
   result.one_launch_s = timer.median_seconds(exec.stream, repeat, [&] {
-    zcoll::cuda::compress_batch(exec, codec, d, counts, d_out.span(), workspace.span());
+    zcoll::compress_batch(exec, codec, d, std::span<const std::size_t>(counts), d_out.span(), workspace.span());
   });
   std::uint64_t bytes = 0;
   check_call(cudaMemcpy(&bytes, zcoll::cuda::results_of(workspace.span(), blocks).total_bytes, 8, cudaMemcpyDeviceToHost),
@@ -140,9 +139,8 @@ cuda_batch_result measure_codec_batch(const zcoll::codec_config& config, std::sp
   result.compressed_bytes = static_cast<std::size_t>(bytes);
   result.launch_per_block_s = timer.median_seconds(exec.stream, repeat, [&] {
     for (std::size_t b = 0; b < blocks; ++b) {
-      const std::size_t count[] = {counts[b]};
-      zcoll::cuda::compress_batch(exec, codec, d + value_at[b], count, d_out.span().subspan(out_at[b], out_at[b + 1] - out_at[b]),
-                                  workspaces.span().subspan(b * block_workspace, block_workspace));
+      zcoll::compress(exec, codec, d.subspan(value_at[b], counts[b]), d_out.span().subspan(out_at[b], out_at[b + 1] - out_at[b]),
+                      workspaces.span().subspan(b * block_workspace, block_workspace));
     }
   });
   return result;

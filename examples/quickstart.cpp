@@ -11,10 +11,10 @@ int main() {
 
   const zcoll::FZLight codec{{.error_bound = zcoll::relative(1e-4)}};
   std::vector<std::byte> stream(codec.max_compressed_size<float>(field.size()));  // size first, no hidden allocation
-  const auto written = codec.compress(zcoll::exec::Host{.threads = 2}, field, stream);
+  const auto written = zcoll::compress(zcoll::exec::Host{.threads = 2}, codec, field, stream);
 
   std::vector<float> restored(field.size());
-  codec.decompress(zcoll::exec::Host{.threads = 2}, written, restored);
+  zcoll::decompress(zcoll::exec::Host{.threads = 2}, codec, written, restored);
 
   const auto header = zcoll::read_stream_header(written);
   const auto error = zcoll::measure_error<float>(field, restored, header.error_bound);

@@ -4,6 +4,7 @@
 
 #include "zcoll/codec/cast.hpp"
 #include "zcoll/codec/codec_config.hpp"
+#include "zcoll/codec/compress.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/codec/error_feedback.hpp"
 #include "zcoll/codec/hybrid.hpp"

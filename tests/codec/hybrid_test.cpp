@@ -28,7 +28,7 @@ TEST_CASE("Hybrid: on a slow link the high ratio wins", "[codec][hybrid]") {
   const std::vector<zcoll::codec_speed> speeds{{1e9, 2e9}, {1e10, 2e10}};
   const FieldHybrid slow{{.error_bound = zcoll::absolute(1e-3)}, {.link_bytes_per_second = 1e6, .speeds = speeds}};
   FieldHybrid::state table;
-  const auto stream = slow.compress(table, data);
+  const auto stream = zcoll::compress(slow, table, data);
   REQUIRE(table.choice == 0u);  // FZLight: ratio > 10 here, Identity 1
   CHECK(zcoll::read_stream_header(stream).codec == zcoll::FZLight::id);
   const auto restored = slow.decompress<float>(stream);
@@ -58,15 +58,15 @@ TEST_CASE("Hybrid: a choice is recorded per table, in the caller's state, and ca
   CHECK_FALSE(tables.at(1).choice.has_value());
   tables.at(2).choice = 1;  // a saved choice, or a caller's own policy
   const auto data = smooth(4096);
-  const auto by_identity = codec.compress(tables.at(2), data);
+  const auto by_identity = zcoll::compress(codec, tables.at(2), data);
   CHECK(zcoll::read_stream_header(by_identity).codec == zcoll::Identity::id);
   CHECK(codec.decompress<float>(by_identity) == data);
-  (void)codec.compress(tables.at(1), data);
+  (void)zcoll::compress(codec, tables.at(1), data);
   CHECK(tables.at(1).choice == 0u);
   tables.erase(1);
   CHECK(tables.find(1) == nullptr);
   tables.at(3).choice = 2;
-  CHECK_THROWS_AS(codec.compress(tables.at(3), data), zcoll::argument_error);
+  CHECK_THROWS_AS(zcoll::compress(codec, tables.at(3), data), zcoll::argument_error);
   CHECK(FieldHybrid::candidate_name(1) == zcoll::Identity::name());
   CHECK_THROWS_AS(zcoll::Hybrid<zcoll::FZLight>({}, {.link_bytes_per_second = 0.0}), zcoll::argument_error);
 }
@@ -103,8 +103,8 @@ TEST_CASE("EmbeddingHybrid: vector-LZ where rows repeat, Huffman where every row
   for (auto& v : fresh) v = narrow(rng);
 
   zcoll::codec_state<zcoll::EmbeddingHybrid> tables;
-  const auto lz_stream = codec.compress(tables.at(1), repeating);
-  const auto huffman_stream = codec.compress(tables.at(2), fresh);
+  const auto lz_stream = zcoll::compress(codec, tables.at(1), repeating);
+  const auto huffman_stream = zcoll::compress(codec, tables.at(2), fresh);
   CHECK(tables.at(1).choice == 1u);  // EmbeddingLZ
   CHECK(tables.at(2).choice == 0u);  // EmbeddingHuffman
   CHECK(zcoll::read_stream_header(lz_stream).codec == zcoll::EmbeddingLZ::id);
@@ -129,7 +129,7 @@ TEST_CASE("Hybrid: the same data and state give the same stream, run after run",
   std::optional<std::size_t> first_choice;
   for (int run = 0; run < 20; ++run) {
     zcoll::EmbeddingHybrid::state state;  // the same (fresh) state every run
-    const auto stream = codec.compress(state, table);
+    const auto stream = zcoll::compress(codec, state, table);
     INFO("run " << run);
     if (run == 0) {
       first = stream;

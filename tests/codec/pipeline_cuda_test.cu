@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "support/test_support.hpp"
-#include "zcoll/codec/compress_to_vector.hpp"
+#include "zcoll/codec/compress.hpp"
 #include "zcoll/codec/pipeline.cuh"
 #include "zcoll/codec/presets.hpp"
 
@@ -76,12 +76,12 @@ void check_against_host(const Codec& codec) {
   for (const auto& values : inputs<T>()) {
     INFO(values.size() << " values of " << zcoll_test::type_name<T>() << ", bound "
                        << zcoll::to_string(codec.config().error_bound) << ", chunk " << codec.config().chunk_values);
-    const auto expected = zcoll::compress_to_vector(codec, std::span<const T>(values));
+    const auto expected = zcoll::compress(codec, std::span<const T>(values));
     const std::size_t counts[] = {values.size()};
     auto d_values = device_bytes::from(std::span<const T>(values));
     device_bytes d_out(zcoll::cuda::max_compressed_size<T>(codec, counts));
     device_bytes workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
-    zcoll::cuda::compress_batch(exec, codec, d_values.template as<T>(), counts, d_out.span(), workspace.span());
+    zcoll::compress(exec, codec, std::span<const T>(d_values.template as<T>(), values.size()), d_out.span(), workspace.span());
     const auto results = zcoll::cuda::results_of(workspace.span(), 1);
     std::uint64_t total = 0;
     zcoll::cuda::check_call(cudaMemcpyAsync(&total, results.total_bytes, 8, cudaMemcpyDeviceToHost, stream), "size");
@@ -92,9 +92,9 @@ void check_against_host(const Codec& codec) {
     // The host's stream decoded on the device.
     auto d_stream = device_bytes::from(std::span<const std::byte>(expected));
     device_bytes d_decoded(values.size() * sizeof(T));
-    const std::uint64_t offset[] = {0}, bytes[] = {expected.size()};
-    zcoll::cuda::decompress_batch(exec, codec, std::span<const std::byte>(d_stream.span()), offset, bytes,
-                                  d_decoded.template as<T>(), counts, workspace.span());
+    const std::uint64_t offset[] = {0};
+    zcoll::decompress(exec, codec, std::span<const std::byte>(d_stream.span()),
+                      std::span<T>(d_decoded.template as<T>(), values.size()), workspace.span());
     zcoll::cuda::check_decoded(exec, workspace.span(), 1);
     const auto decoded = d_decoded.template to_host<T>(values.size());
     const auto host = codec.template decompress<T>(std::span<const std::byte>(expected));
@@ -106,8 +106,8 @@ void check_against_host(const Codec& codec) {
     // Truncated by one byte: a format_error, not a hang or a fault.
     if (!expected.empty()) {
       const std::uint64_t short_bytes[] = {expected.size() - 1};
-      zcoll::cuda::decompress_batch(exec, codec, std::span<const std::byte>(d_stream.span()), offset, short_bytes,
-                                    d_decoded.template as<T>(), counts, workspace.span());
+      zcoll::decompress_batch(exec, codec, std::span<const std::byte>(d_stream.span()), offset, short_bytes,
+                              std::span<T>(d_decoded.template as<T>(), values.size()), counts, workspace.span());
       REQUIRE_THROWS_AS(zcoll::cuda::check_decoded(exec, workspace.span(), 1), zcoll::format_error);
     }
   }
@@ -143,7 +143,8 @@ TEST_CASE("CUDA FZLight: an all-to-all's blocks compress in one launch, packed a
   auto d_values = device_bytes::from(std::span<const float>(values));
   device_bytes d_out(zcoll::cuda::max_compressed_size<float>(codec, counts));
   device_bytes workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
-  zcoll::cuda::compress_batch(exec, codec, d_values.as<float>(), counts, d_out.span(), workspace.span());
+  zcoll::compress_batch(exec, codec, std::span<const float>(d_values.as<float>(), values.size()), counts, d_out.span(),
+                        workspace.span());
   const auto results = zcoll::cuda::results_of(workspace.span(), counts.size());
   std::vector<std::uint64_t> offset(counts.size()), bytes(counts.size());
   zcoll::cuda::check_call(cudaMemcpy(offset.data(), results.stream_offset, 8 * counts.size(), cudaMemcpyDeviceToHost), "offsets");
@@ -151,7 +152,7 @@ TEST_CASE("CUDA FZLight: an all-to-all's blocks compress in one launch, packed a
   std::size_t first = 0, at = 0;
   for (std::size_t s = 0; s < counts.size(); ++s) {
     INFO("block " << s);
-    const auto expected = zcoll::compress_to_vector(codec, std::span<const float>(values).subspan(first, counts[s]));
+    const auto expected = zcoll::compress(codec, std::span<const float>(values).subspan(first, counts[s]));
     REQUIRE(offset[s] == at);
     REQUIRE(bytes[s] == expected.size());
     REQUIRE(d_out.to_host<std::byte>(expected.size(), at) == expected);
@@ -159,8 +160,8 @@ TEST_CASE("CUDA FZLight: an all-to-all's blocks compress in one launch, packed a
     at += expected.size();
   }
   device_bytes d_decoded(values.size() * sizeof(float));
-  zcoll::cuda::decompress_batch(exec, codec, std::span<const std::byte>(d_out.span()), offset, bytes,
-                                d_decoded.as<float>(), counts, workspace.span());
+  zcoll::decompress_batch(exec, codec, std::span<const std::byte>(d_out.span()), offset, bytes,
+                          std::span<float>(d_decoded.as<float>(), values.size()), counts, workspace.span());
   zcoll::cuda::check_decoded(exec, workspace.span(), counts.size());
   const auto decoded = d_decoded.to_host<float>(values.size());
   first = 0;

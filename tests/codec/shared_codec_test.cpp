@@ -36,7 +36,7 @@ std::vector<std::vector<std::byte>> streams_of(const Codec& codec, int t) {
   for (int s = 0; s < steps; ++s) {
     const auto x = input(t, s);
     std::vector<std::byte> out(codec.template max_compressed_size<float>(x.size()));
-    const auto written = zcoll::compress_with_state(codec, zcoll::exec::Host{}, state, x, std::span<std::byte>(out));
+    const auto written = zcoll::compress(zcoll::exec::Host{}, codec, state, x, std::span<std::byte>(out));
     streams.emplace_back(written.begin(), written.end());
   }
   return streams;

@@ -139,7 +139,7 @@ parsed_stream<T> check_round_trip(const std::vector<T>& x, double keep_fraction,
     // The smaller index form: gaps only when they beat the bitmap.
     REQUIRE(r.stream.size() <= zcoll::TopK::max_compressed_size<T>(x.size()));
     zcoll::TopK::state state;
-    REQUIRE(codec.compress(state, x) == r.stream);  // with a state: the same bytes, and the report
+    REQUIRE(zcoll::compress(codec, state, x) == r.stream);  // with a state: the same bytes, and the report
     const auto report = state.last;
     REQUIRE(report.count == x.size());
     REQUIRE(report.kept_count == parsed.indices.size());
@@ -513,7 +513,7 @@ TEMPLATE_TEST_CASE("TopK with the Laplace estimate reports the fraction it obtai
   const zcoll::TopK codec({}, {.keep_fraction = 0.01, .threshold = sp::threshold_method::laplace});
   const auto x = laplace_values<T>(1 << 20, 100);
   zcoll::TopK::state state;
-  const auto stream = codec.compress(state, x);
+  const auto stream = zcoll::compress(codec, state, x);
   const auto report = state.last;
   CHECK(report.method_used == sp::threshold_method::laplace);
   WARN(type_name<T>() << " TopK, Laplace threshold, target keep 1 % of 2^20 Laplace values: obtained "

@@ -20,13 +20,4 @@ std::vector<std::byte> compress_to_vector(const Codec& codec, const R& in) {
   return stream;
 }
 
-/// The same for a codec that keeps state (codec/keyed_state.hpp): compress(exec, state, in, out).
-template <class Codec, class State, std::ranges::contiguous_range R>
-std::vector<std::byte> compress_to_vector(const Codec& codec, State& state, const R& in) {
-  using T = std::ranges::range_value_t<R>;
-  std::vector<std::byte> stream(codec.template max_compressed_size<T>(std::ranges::size(in)));
-  stream.resize(codec.compress(exec::Host{}, state, in, std::span<std::byte>(stream)).size());
-  return stream;
-}
-
 }  // namespace zcoll

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "zcoll/codec/codec_config.hpp"
-#include "zcoll/codec/compress_to_vector.hpp"
+#include "zcoll/codec/compress.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/codec/keyed_state.hpp"
 #include "zcoll/core/error.hpp"
@@ -100,7 +100,7 @@ class ErrorFeedback {
       // The fused encoder reads z and writes the residual over it, element by element.
       written = compress_inner_with_residual(exec, st, std::span<const T>(residual), out, std::span<T>(residual));
     } else {
-      written = compress_with_state(codec_, exec, st.inner, residual, out);
+      written = zcoll::compress(exec, codec_, st.inner, residual, out);
       std::vector<T>& decoded = sized<T>(st.decoded, residual.size(), "decoded values");
       codec_.decompress(exec, written, decoded);
       for (std::size_t i = 0; i < residual.size(); ++i) residual[i] -= decoded[i];
@@ -126,12 +126,6 @@ class ErrorFeedback {
     codec_.decompress(exec, in, std::forward<R>(out));
   }
 
-  /// Convenience: a new vector holding the stream, one thread.
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  std::vector<std::byte> compress(state& st, const R& in) const {
-    return compress_to_vector(*this, st, in);
-  }
 
   template <floating_value T>
   std::vector<T> decompress(std::span<const std::byte> in) const {

@@ -155,11 +155,6 @@ class Hybrid {
   std::vector<std::byte> compress(const R& in) const {
     return compress_to_vector(*this, in);
   }
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  std::vector<std::byte> compress(state& st, const R& in) const {
-    return compress_to_vector(*this, st, in);
-  }
 
   template <floating_value T>
   std::vector<T> decompress(std::span<const std::byte> in) const {

@@ -6,7 +6,7 @@
 ///
 ///     const zcoll::ErrorFeedback<zcoll::Int4> ef{{.shape = {rows, dim}}};
 ///     zcoll::codec_state<decltype(ef)> state;              // one entry per key, made on first use
-///     ef.compress(zcoll::exec::Host{}, state.at(layer), grad, out);
+///     zcoll::compress(zcoll::exec::Host{}, ef, state.at(layer), grad, out);   // <zcoll/codec/compress.hpp>
 ///
 /// An entry is sized by its first call and allocates nothing on later calls of the same size. Two calls
 /// may use two entries at once; one entry serves one call at a time (one tensor, one stream of steps).
@@ -71,17 +71,5 @@ using state_of = typename detail::state_type<C>::type;
 /// The keyed state of codec C.
 template <class C>
 using codec_state = keyed_state<state_of<C>>;
-
-/// Compresses with `state` when C keeps state, plainly otherwise: what a collective calls for any codec.
-template <class C, std::ranges::contiguous_range R>
-std::span<std::byte> compress_with_state(const C& codec, const exec::Host& exec, state_of<C>& state, const R& in,
-                                         std::span<std::byte> out) {
-  if constexpr (stateful_codec<C>) {
-    return codec.compress(exec, state, in, out);
-  } else {
-    (void)state;
-    return codec.compress(exec, in, out);
-  }
-}
 
 }  // namespace zcoll

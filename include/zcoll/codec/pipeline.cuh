@@ -8,12 +8,14 @@
 ///     zcoll::FZLight codec{{.error_bound = zcoll::relative(1e-4)}};
 ///     // device buffers the caller allocates once: d_out of cuda::max_compressed_size<float>(codec, counts)
 ///     // bytes, d_workspace of cuda::compress_workspace_bytes(codec, counts) bytes, 256-byte aligned
-///     zcoll::cuda::compress_batch(zcoll::exec::Cuda{stream}, codec, d_values, counts, d_out, d_workspace);
+///     zcoll::compress_batch(zcoll::exec::Cuda{stream}, codec, d_values, counts, d_out, d_workspace);
 ///     // sizes stay on the device: zcoll::cuda::results_of(d_workspace, counts.size())
 ///
 /// Nothing here allocates, copies back to the host or synchronises: the caller gives a workspace sized by
 /// compress_workspace_bytes / decompress_workspace_bytes (device memory), the compressed sizes stay in it,
-/// and a decoding fault is raised by check_decoded() when the caller chooses to wait.
+/// and a decoding fault is raised by cuda::check_decoded() when the caller chooses to wait. The calls are
+/// zcoll::compress / decompress and their batch forms with exec::Cuda first (codec/compress.hpp has the
+/// host's); the sizing and result helpers are in zcoll::cuda.
 ///
 /// Sources that include this file must not be compiled with nvcc's -use_fast_math, --ftz=true or
 /// --prec-div=false: flushing denormals on the device would make its codes differ from the host's near
@@ -34,6 +36,7 @@
 #include <span>
 #include <string>
 
+#include "zcoll/codec/compress.hpp"
 #include "zcoll/codec/detail/pipeline_tile.hpp"
 #include "zcoll/codec/pipeline.hpp"
 #include "zcoll/core/checked_size.hpp"
@@ -260,117 +263,10 @@ std::size_t max_compressed_size(const Pipeline<Q, P, E>& codec, std::span<const 
   return bytes;
 }
 
-/// Compresses the streams of a batch in one launch (plus a reset and, for a relative bound, a range
-/// pass): stream s is values [sum(counts[0..s)), + counts[s]) of `values` and is written, as the host
-/// driver writes it, right after stream s - 1 in `out` — the per-destination blocks of an all-to-all land
-/// packed in the send buffer. Sizes and offsets stay in `workspace` (results_of).
-template <class Q, class P, class E, floating_value T>
-void compress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, const T* values,
-                    std::span<const std::size_t> counts, std::span<std::byte> out, std::span<std::byte> workspace) {
-  static_assert(encode::encoder<E> && zcoll::detail::scan_predictor<P>,
-                "zcoll::cuda::compress_batch: the CUDA driver takes block encoders and the Lorenzo1D or None predictor");
-  const auto& config = codec.config();
-  zcoll::detail::compress_job<T> job;
-  job.layout = zcoll::detail::make_layout("compress_batch", counts, config.chunk_values);
-  const detail::workspace_layout w(job.layout.tiles(), job.layout.streams);
-  detail::check_workspace("compress_batch", workspace, w.bytes);
-  const std::size_t needed = max_compressed_size<T>(codec, counts);
-  if (out.size() < needed) {
-    throw argument_error("compress_batch: out has " + std::to_string(out.size()) + " bytes, max_compressed_size() = " +
-                         std::to_string(needed) + " are needed");
-  }
-  if (values == nullptr && job.layout.first_value[job.layout.streams] > 0) {
-    throw argument_error("compress_batch: values is null");
-  }
-  if (const auto fill = codec.template fill_bits<T>()) {
-    job.has_fill = true;
-    job.fill = *fill;
-  }
-  job.values = values;
-  job.out = out.data();
-  job.error_bound = config.error_bound;
-  const batch_results results = results_of(workspace, job.layout.streams);
-  job.stream_offset = results.stream_offset;
-  job.stream_bytes = results.stream_bytes;
-  job.total_bytes = results.total_bytes;
-  job.extents = reinterpret_cast<const zcoll::detail::extent_keys*>(workspace.data() + w.extents_at);
-
-  detail::tile_state tiles;
-  check_call(tiles.Init(static_cast<int>(job.layout.tiles()), workspace.data() + w.tile_states_at, w.tile_state_bytes), "cub::ScanTileState::Init");
-  auto* extents = reinterpret_cast<zcoll::detail::extent_keys*>(workspace.data() + w.extents_at);
-  const unsigned reset_blocks = (std::max(job.layout.tiles(), job.layout.streams) + detail::init_threads - 1) / detail::init_threads;
-  detail::reset_batch<detail::tile_state><<<reset_blocks, detail::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), extents,
-                                                                              job.layout.streams);
-  check_call(cudaGetLastError(), "compress_batch: reset kernel");
-  if (Q::uses_error_bound && config.error_bound.mode == bound_mode::relative) {
-    std::uint64_t longest = 0;
-    for (const std::size_t count : counts) longest = std::max<std::uint64_t>(longest, count);
-    const unsigned parts = static_cast<unsigned>(std::clamp<std::uint64_t>((longest + 8 * detail::range_threads - 1) /
-                                                                               (8 * detail::range_threads), 1, 4096));
-    detail::find_ranges<T><<<dim3(parts, job.layout.streams), detail::range_threads, 0, exec.stream>>>(job, extents);
-    check_call(cudaGetLastError(), "compress_batch: range kernel");
-  }
-  detail::with_team_threads(config.chunk_values, [&]<unsigned Threads>() {
-    detail::compress_tiles<Q, P, E, T, Threads><<<job.layout.tiles(), Threads, 0, exec.stream>>>(job, tiles);
-  });
-  check_call(cudaGetLastError(), "compress_batch: compression kernel");
-}
-
 /// Workspace (device bytes) decompress_batch needs for streams of `counts` values.
 template <class Q, class P, class E>
 std::size_t decompress_workspace_bytes(const Pipeline<Q, P, E>& codec, std::span<const std::size_t> counts) {
   return compress_workspace_bytes(codec, counts);
-}
-
-/// Decompresses stream s, the `stream_bytes[s]` bytes at `in` + `stream_offset[s]` (host arrays, as a
-/// size exchange delivers them), into values [sum(counts[0..s)), + counts[s]) of `values`, all streams in
-/// one launch. Streams must have been written with the codec's chunk length. A stream that does not
-/// decode is reported by check_decoded(); the call itself does not wait.
-template <class Q, class P, class E, floating_value T>
-void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const std::byte> in,
-                      std::span<const std::uint64_t> stream_offset, std::span<const std::uint64_t> stream_bytes,
-                      T* values, std::span<const std::size_t> counts, std::span<std::byte> workspace) {
-  static_assert(encode::encoder<E> && zcoll::detail::scan_predictor<P>,
-                "zcoll::cuda::decompress_batch: the CUDA driver takes block encoders and the Lorenzo1D or None predictor");
-  zcoll::detail::decompress_job<T> job;
-  job.layout = zcoll::detail::make_layout("decompress_batch", counts, codec.config().chunk_values);
-  if (stream_offset.size() != counts.size() || stream_bytes.size() != counts.size()) {
-    throw argument_error("decompress_batch: stream_offset and stream_bytes hold " + std::to_string(stream_offset.size()) +
-                         " and " + std::to_string(stream_bytes.size()) + " entries, counts " +
-                         std::to_string(counts.size()));
-  }
-  for (std::size_t s = 0; s < counts.size(); ++s) {
-    if (stream_offset[s] > in.size() || stream_bytes[s] > in.size() - stream_offset[s]) {
-      throw argument_error("decompress_batch: stream " + std::to_string(s) + " at [" + std::to_string(stream_offset[s]) +
-                           ", +" + std::to_string(stream_bytes[s]) + ") is outside `in` of " +
-                           std::to_string(in.size()) + " bytes");
-    }
-    job.stream_offset[s] = stream_offset[s];
-    job.stream_bytes[s] = stream_bytes[s];
-  }
-  const detail::workspace_layout w(job.layout.tiles(), job.layout.streams);
-  detail::check_workspace("decompress_batch", workspace, w.bytes);
-  const std::uint64_t total_values = job.layout.first_value[job.layout.streams];
-  if (values == nullptr && total_values > 0) throw argument_error("decompress_batch: values is null");
-  // Each tile reads its stream's header and index while others write values: in place would race.
-  const auto* values_begin = reinterpret_cast<const std::byte*>(values);
-  const auto* values_end = values_begin + total_values * sizeof(T);
-  if (values_begin < in.data() + in.size() && in.data() < values_end) {
-    throw argument_error("decompress_batch: values overlap `in`; decompress into a separate buffer");
-  }
-  job.in = in.data();
-  job.values = values;
-  auto* fault = reinterpret_cast<zcoll::detail::decode_fault*>(workspace.data() + w.fault_at);
-  check_call(cudaMemsetAsync(fault, 0, sizeof *fault, exec.stream), "decompress_batch: clearing the fault record");
-  detail::tile_state tiles;
-  check_call(tiles.Init(static_cast<int>(job.layout.tiles()), workspace.data() + w.tile_states_at, w.tile_state_bytes), "cub::ScanTileState::Init");
-  const unsigned reset_blocks = (job.layout.tiles() + detail::init_threads - 1) / detail::init_threads;
-  detail::reset_batch<detail::tile_state><<<reset_blocks, detail::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), nullptr, 0);
-  check_call(cudaGetLastError(), "decompress_batch: reset kernel");
-  detail::with_team_threads(codec.config().chunk_values, [&]<unsigned Threads>() {
-    detail::decompress_tiles<Q, P, E, T, Threads><<<job.layout.tiles(), Threads, 0, exec.stream>>>(job, tiles, fault);
-  });
-  check_call(cudaGetLastError(), "decompress_batch: decompression kernel");
 }
 
 /// Describes a decoding fault the way the host decoder's format_error does.
@@ -410,3 +306,131 @@ inline void check_decoded(const exec::Cuda& exec, std::span<const std::byte> wor
 }
 
 }  // namespace zcoll::cuda
+
+namespace zcoll {
+
+/// Compresses the streams of a batch in one launch (plus a reset and, for a relative bound, a range
+/// pass): stream s is values [sum(counts[0..s)), + counts[s]) of `values` and is written, as the host
+/// driver writes it, right after stream s - 1 in `out` — the per-destination blocks of an all-to-all land
+/// packed in the send buffer. Sizes and offsets stay in `workspace` (results_of).
+template <class Q, class P, class E, floating_value T>
+void compress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const T> values,
+                    std::span<const std::size_t> counts, std::span<std::byte> out, std::span<std::byte> workspace) {
+  static_assert(encode::encoder<E> && detail::scan_predictor<P>,
+                "zcoll::compress_batch(exec::Cuda, ...): the CUDA driver takes block encoders and the Lorenzo1D or None predictor");
+  namespace cd = cuda::detail;
+  const auto& config = codec.config();
+  detail::compress_job<T> job;
+  job.layout = detail::make_layout("compress_batch", counts, config.chunk_values);
+  const cd::workspace_layout w(job.layout.tiles(), job.layout.streams);
+  cd::check_workspace("compress_batch", workspace, w.bytes);
+  const std::size_t needed = cuda::max_compressed_size<T>(codec, counts);
+  if (out.size() < needed) {
+    throw argument_error("compress_batch: out has " + std::to_string(out.size()) + " bytes, max_compressed_size() = " +
+                         std::to_string(needed) + " are needed");
+  }
+  detail::batch_values("compress_batch", counts, values.size());
+  if (const auto fill = codec.template fill_bits<T>()) {
+    job.has_fill = true;
+    job.fill = *fill;
+  }
+  job.values = values.data();
+  job.out = out.data();
+  job.error_bound = config.error_bound;
+  const cuda::batch_results results = cuda::results_of(workspace, job.layout.streams);
+  job.stream_offset = results.stream_offset;
+  job.stream_bytes = results.stream_bytes;
+  job.total_bytes = results.total_bytes;
+  job.extents = reinterpret_cast<const detail::extent_keys*>(workspace.data() + w.extents_at);
+
+  cd::tile_state tiles;
+  cuda::check_call(tiles.Init(static_cast<int>(job.layout.tiles()), workspace.data() + w.tile_states_at, w.tile_state_bytes), "cub::ScanTileState::Init");
+  auto* extents = reinterpret_cast<detail::extent_keys*>(workspace.data() + w.extents_at);
+  const unsigned reset_blocks = (std::max(job.layout.tiles(), job.layout.streams) + cd::init_threads - 1) / cd::init_threads;
+  cd::reset_batch<cd::tile_state><<<reset_blocks, cd::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), extents,
+                                                                              job.layout.streams);
+  cuda::check_call(cudaGetLastError(), "compress_batch: reset kernel");
+  if (Q::uses_error_bound && config.error_bound.mode == bound_mode::relative) {
+    std::uint64_t longest = 0;
+    for (const std::size_t count : counts) longest = std::max<std::uint64_t>(longest, count);
+    const unsigned parts = static_cast<unsigned>(std::clamp<std::uint64_t>((longest + 8 * cd::range_threads - 1) /
+                                                                               (8 * cd::range_threads), 1, 4096));
+    cd::find_ranges<T><<<dim3(parts, job.layout.streams), cd::range_threads, 0, exec.stream>>>(job, extents);
+    cuda::check_call(cudaGetLastError(), "compress_batch: range kernel");
+  }
+  cd::with_team_threads(config.chunk_values, [&]<unsigned Threads>() {
+    cd::compress_tiles<Q, P, E, T, Threads><<<job.layout.tiles(), Threads, 0, exec.stream>>>(job, tiles);
+  });
+  cuda::check_call(cudaGetLastError(), "compress_batch: compression kernel");
+}
+
+/// Decompresses stream s, the `stream_bytes[s]` bytes at `in` + `stream_offset[s]` (host arrays, as a
+/// size exchange delivers them), into values [sum(counts[0..s)), + counts[s]) of `values`, all streams in
+/// one launch. Streams must have been written with the codec's chunk length. A stream that does not
+/// decode is reported by cuda::check_decoded(); the call itself does not wait.
+template <class Q, class P, class E, floating_value T>
+void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const std::byte> in,
+                      std::span<const std::uint64_t> stream_offset, std::span<const std::uint64_t> stream_bytes,
+                      std::span<T> values, std::span<const std::size_t> counts, std::span<std::byte> workspace) {
+  static_assert(encode::encoder<E> && detail::scan_predictor<P>,
+                "zcoll::decompress_batch(exec::Cuda, ...): the CUDA driver takes block encoders and the Lorenzo1D or None predictor");
+  namespace cd = cuda::detail;
+  detail::decompress_job<T> job;
+  job.layout = detail::make_layout("decompress_batch", counts, codec.config().chunk_values);
+  if (stream_offset.size() != counts.size() || stream_bytes.size() != counts.size()) {
+    throw argument_error("decompress_batch: stream_offset and stream_bytes hold " + std::to_string(stream_offset.size()) +
+                         " and " + std::to_string(stream_bytes.size()) + " entries, counts " +
+                         std::to_string(counts.size()));
+  }
+  for (std::size_t s = 0; s < counts.size(); ++s) {
+    if (stream_offset[s] > in.size() || stream_bytes[s] > in.size() - stream_offset[s]) {
+      throw argument_error("decompress_batch: stream " + std::to_string(s) + " at [" + std::to_string(stream_offset[s]) +
+                           ", +" + std::to_string(stream_bytes[s]) + ") is outside `in` of " +
+                           std::to_string(in.size()) + " bytes");
+    }
+    job.stream_offset[s] = stream_offset[s];
+    job.stream_bytes[s] = stream_bytes[s];
+  }
+  const cd::workspace_layout w(job.layout.tiles(), job.layout.streams);
+  cd::check_workspace("decompress_batch", workspace, w.bytes);
+  const std::uint64_t total_values = detail::batch_values("decompress_batch", counts, values.size());
+  // Each tile reads its stream's header and index while others write values: in place would race.
+  const auto* values_begin = reinterpret_cast<const std::byte*>(values.data());
+  const auto* values_end = values_begin + total_values * sizeof(T);
+  if (values_begin < in.data() + in.size() && in.data() < values_end) {
+    throw argument_error("decompress_batch: values overlap `in`; decompress into a separate buffer");
+  }
+  job.in = in.data();
+  job.values = values.data();
+  auto* fault = reinterpret_cast<detail::decode_fault*>(workspace.data() + w.fault_at);
+  cuda::check_call(cudaMemsetAsync(fault, 0, sizeof *fault, exec.stream), "decompress_batch: clearing the fault record");
+  cd::tile_state tiles;
+  cuda::check_call(tiles.Init(static_cast<int>(job.layout.tiles()), workspace.data() + w.tile_states_at, w.tile_state_bytes), "cub::ScanTileState::Init");
+  const unsigned reset_blocks = (job.layout.tiles() + cd::init_threads - 1) / cd::init_threads;
+  cd::reset_batch<cd::tile_state><<<reset_blocks, cd::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), nullptr, 0);
+  cuda::check_call(cudaGetLastError(), "decompress_batch: reset kernel");
+  cd::with_team_threads(codec.config().chunk_values, [&]<unsigned Threads>() {
+    cd::decompress_tiles<Q, P, E, T, Threads><<<job.layout.tiles(), Threads, 0, exec.stream>>>(job, tiles, fault);
+  });
+  cuda::check_call(cudaGetLastError(), "decompress_batch: decompression kernel");
+}
+
+/// One stream: compress_batch of one. Its size stays on the device: cuda::results_of(workspace, 1).
+template <class Q, class P, class E, floating_value T>
+void compress(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const T> values,
+              std::span<std::byte> out, std::span<std::byte> workspace) {
+  const std::size_t counts[] = {values.size()};
+  compress_batch(exec, codec, values, std::span<const std::size_t>(counts), out, workspace);
+}
+
+/// One stream, all of `in`: decompress_batch of one; a fault is reported by cuda::check_decoded(.., 1).
+template <class Q, class P, class E, floating_value T>
+void decompress(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const std::byte> in,
+                std::span<T> values, std::span<std::byte> workspace) {
+  const std::size_t counts[] = {values.size()};
+  const std::uint64_t offset[] = {0}, bytes[] = {in.size()};
+  decompress_batch(exec, codec, in, std::span<const std::uint64_t>(offset), std::span<const std::uint64_t>(bytes), values,
+                   std::span<const std::size_t>(counts), workspace);
+}
+
+}  // namespace zcoll

@@ -412,11 +412,6 @@ class TopK {
   std::vector<std::byte> compress(const R& in) const {
     return compress_to_vector(*this, in);
   }
-  template <std::ranges::contiguous_range R>
-    requires floating_value<std::ranges::range_value_t<R>>
-  std::vector<std::byte> compress(state& st, const R& in) const {
-    return compress_to_vector(*this, st, in);
-  }
 
   /// Convenience: a new vector of the stream's values. The whole stream is validated before the
   /// vector is allocated (a sparse stream may be far smaller than its values).

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "zcoll/codec/codec_config.hpp"
+#include "zcoll/codec/compress.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/codec/error_feedback.hpp"
 #include "zcoll/codec/keyed_state.hpp"
@@ -656,10 +657,10 @@ class Compressed {
           // Feedback only where a key names the hop; data movement compresses each block once, plainly.
           written = key != no_feedback
                         ? codec.compress(exec(), state_.at(key), values, out).size()
-                        : compress_with_state(codec.inner(), exec(), state_.at(no_feedback).inner, values, out).size();
+                        : zcoll::compress(exec(), codec.inner(), state_.at(no_feedback).inner, values, out).size();
         } else {
           // A codec that learns (TopK's threshold, Hybrid's choice) keeps one state for the collective.
-          written = compress_with_state(codec, exec(), state_.at(no_feedback), values, out).size();
+          written = zcoll::compress(exec(), codec, state_.at(no_feedback), values, out).size();
         }
       });
       buffer.resize(std::max(buffer.size(), at + written));

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "zcoll/codec/codec_config.hpp"
+#include "zcoll/codec/compress.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/codec/keyed_state.hpp"
 #include "zcoll/core/checked_size.hpp"
@@ -105,7 +106,7 @@ class TableWiseAlltoall {
         bound_codec& c = codec_for(bounds[s.table]);
         const std::size_t offset = send.size();
         send.resize(offset + c.codec.template max_compressed_size<float>(s.values));
-        written = compress_with_state(c.codec, exec_, c.tables.at(s.table), values,
+        written = zcoll::compress(exec_, c.codec, c.tables.at(s.table), values,
                                       std::span<std::byte>(send).subspan(offset))
                       .size();
         send.resize(offset + written);
