@@ -35,7 +35,8 @@
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
-#include "zcoll/codec/detail/exception_section.hpp"
+#include "zcoll/codec/detail/chunk_residuals.hpp"
+#include "zcoll/codec/detail/pipeline_chunk.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/codec/span_codec.hpp"
 #include "zcoll/core/byte_io.hpp"
@@ -275,12 +276,12 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
       return out.data() + (begin == 0 ? prefix_bytes : regions + begin * region_stride);
     };
     const auto state_of = [&](std::size_t c) {
-      return chunk_coder_state(predictor_state(grid, std::uint64_t{c} * chunk_values, chunk_values));
+      return typename chunk::coder_state(predictor_state(grid, std::uint64_t{c} * chunk_values, chunk_values));
     };
     if constexpr (codes_chunks) {
       // The statistics pass keeps every chunk's residuals and exceptions, so the coding pass does not
       // quantize and predict again (a quarter of the compression time with 2-D Lorenzo).
-      chunk_residuals cache(out, prefix_bytes + max_parameter_section_bytes, chunk_capacity, chunks,
+      detail::chunk_residuals cache(out, prefix_bytes + max_parameter_section_bytes, chunk_capacity, chunks,
                             E::needs_statistics && quantizer.usable());
       regions = cache.first_slot_offset();
       region_stride = cache.slot_stride();
@@ -299,10 +300,10 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
               std::copy_n(residuals, values.size(), scratch.data());
               residuals = scratch.data();
             }
-            size = code_chunk(values, cursor, model, residuals, cache.exceptions(c));
+            size = chunk::code_chunk(values, cursor, model, residuals, cache.exceptions(c));
           } else {
             auto state = state_of(c);
-            size = compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, scratch.data());
+            size = chunk::compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, scratch.data());
           }
           const auto size32 = static_cast<std::uint32_t>(size);
           std::memcpy(index + 4 * c, &size32, 4);
@@ -318,7 +319,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
         std::byte* cursor = region_of(begin);
         for (std::size_t c = begin; c < end; ++c) {
           auto state = state_of(c);
-          const auto size = static_cast<std::uint32_t>(compress_chunk(quantizer, fill, chunk_of(c), cursor, state));
+          const auto size = static_cast<std::uint32_t>(chunk::compress_chunk(quantizer, fill, chunk_of(c), cursor, state));
           std::memcpy(index + 4 * c, &size, 4);
           cursor += size;
         }
@@ -341,51 +342,9 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     return out.first(end);
   }
 
-  /// What a chunk encoder's stream may need beyond the chunks' room: up to 3 bytes a chunk to align
-  /// chunk_residuals' slots to 4 bytes.
-  static constexpr std::size_t residual_slot_padding_bytes = codes_chunks ? 3 : 0;
-
-  /// Every chunk's residuals and exceptions from the statistics pass, for the coding pass (or nothing,
-  /// when not kept). The residuals wait in the caller's output buffer rather than in an allocation of 4
-  /// bytes a value: malloc maps an allocation above its mmap threshold (at most 32 MiB with glibc) anew
-  /// on every call, and the page faults of such a cache halved the compression speed of inputs of more
-  /// than 8 Mi values (docs/performance.md).
-  ///
-  /// Layout: slot c holds chunk c's residuals at the 4-byte aligned `first_slot_offset() + c *
-  /// slot_stride()`, past the largest parameter section; slot_stride() is a chunk's room plus 3 bytes.
-  /// The coding pass writes chunk c from at most slot c's start (its worker's region starts at slot
-  /// `begin`, the first worker's earlier, and every chunk written before takes no more than its room) to
-  /// at most slot c + 1's start, so it overwrites no residuals still to be read but slot c's own, which
-  /// it reads first where the two may meet. max_compressed_size holds every slot.
-  class chunk_residuals {
-   public:
-    chunk_residuals(std::span<std::byte> out, std::size_t after_prefix, std::size_t chunk_capacity,
-                    std::size_t chunks, bool keep)
-        : out_(out),
-          first_slot_(after_prefix + (4 - reinterpret_cast<std::uintptr_t>(out.data() + after_prefix) % 4) % 4),
-          stride_(chunk_capacity + residual_slot_padding_bytes),
-          exceptions_(keep ? chunks : 0) {}
-    bool kept() const { return !exceptions_.empty(); }
-    std::size_t first_slot_offset() const { return first_slot_; }
-    std::size_t slot_stride() const { return stride_; }
-    /// Slot `chunk`: room for the chunk rounded up to 32 values, except for a shorter last chunk.
-    std::int32_t* slot(std::size_t chunk) const {
-      return reinterpret_cast<std::int32_t*>(out_.data() + first_slot_ + chunk * stride_);
-    }
-    /// Keeps a chunk's residuals (copied into its slot unless written there) and exceptions.
-    void keep(std::size_t chunk, std::span<const std::int32_t> residuals,
-              std::span<const detail::block_exceptions> e) {
-      if (residuals.data() != slot(chunk)) std::copy(residuals.begin(), residuals.end(), slot(chunk));
-      exceptions_[chunk].assign(e.begin(), e.end());
-    }
-    std::span<const detail::block_exceptions> exceptions(std::size_t chunk) const { return exceptions_[chunk]; }
-
-   private:
-    std::span<std::byte> out_;
-    std::size_t first_slot_;
-    std::size_t stride_;  // a chunk's room (1 + a multiple of 4 bytes) and 3: a multiple of 4
-    std::vector<std::vector<detail::block_exceptions>> exceptions_;  // each chunk's, written by its worker
-  };
+  /// What a chunk encoder's stream may need beyond the chunks' room (codec/detail/chunk_residuals.hpp).
+  static constexpr std::size_t residual_slot_padding_bytes = codes_chunks ? detail::residual_slot_padding_bytes : 0;
+  using chunk = detail::pipeline_chunk<P, E>;
 
   /// The chunk encoder's model: from the statistics of every chunk's residuals when the encoder needs
   /// them (one pass more over the input, in parallel, one statistics object per worker).
@@ -393,7 +352,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     requires codes_chunks
   auto build_model(const exec::Host& exec, const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
                    std::size_t chunks, const ChunkOf& chunk_of, const StateOf& state_of,
-                   chunk_residuals& cache) const {
+                   detail::chunk_residuals& cache) const {
     typename E::statistics statistics;
     if (E::needs_statistics && quantizer.usable() && chunks > 0) {
       std::vector<typename E::statistics> partial(exec::worker_count(exec, chunks));
@@ -406,7 +365,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
           // padded past its slot's room, so they go through scratch.
           const bool whole = values.size() == config_.chunk_values;
           std::int32_t* residuals = cache.kept() && whole ? cache.slot(c) : scratch.data();
-          residuals_of_chunk(quantizer, fill, values, state, residuals);
+          chunk::residuals_of_chunk(quantizer, fill, values, state, residuals);
           const std::span<const std::int32_t> kept(residuals, values.size());
           if (cache.kept()) cache.keep(c, kept, std::span(state.exceptions, state.exception_count));
           partial[worker].add(kept);
@@ -435,171 +394,6 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     return 4 + bytes;
   }
 
-  /// The per-chunk state of quantizing and predicting block after block, and the exceptions found.
-  struct chunk_coder_state {
-    explicit chunk_coder_state(typename P::state p) : predictor(std::move(p)) {}
-    typename P::state predictor;
-    std::int32_t previous_code = 0;
-    std::size_t exception_count = 0;
-    detail::block_exceptions exceptions[detail::max_blocks_per_chunk];
-  };
-
-  /// Quantizes and predicts block `b` of a chunk into 32 residuals (lanes past the chunk's end are 0),
-  /// recording the block's exceptions; an exception's code repeats the code before it.
-  template <floating_value T, class BlockQuantizer>
-  ZCOLL_ALWAYS_INLINE static void residuals_of_block(const BlockQuantizer& quantizer,
-                                                     const std::optional<bits_of<T>>& fill, std::span<const T> values,
-                                                     std::size_t b, chunk_coder_state& state, std::int32_t* residuals) {
-    alignas(64) std::int32_t codes[block_values];
-    const std::size_t first = b * block_values;
-    const std::size_t lanes = std::min(block_values, values.size() - first);
-    const detail::exception_masks e =
-        detail::quantize_block<T>(quantizer, fill.has_value(), fill.value_or(0), values.data() + first, lanes, codes);
-    if (e.any() != 0) {
-      detail::repeat_previous_code(codes, e.any(), state.previous_code);
-      state.exceptions[state.exception_count++] = {static_cast<std::uint16_t>(b), e.fill, e.outliers};
-    }
-    state.previous_code = codes[block_values - 1];
-    P::forward(state.predictor, codes, residuals);
-    for (std::size_t j = lanes; j < block_values; ++j) residuals[j] = 0;
-  }
-
-  /// The residuals of a whole chunk into `residuals` (room for the chunk rounded up to 32 values).
-  template <floating_value T, class BlockQuantizer>
-  static void residuals_of_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
-                                 std::span<const T> values, chunk_coder_state& state, std::int32_t* residuals) {
-    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
-    for (std::size_t b = 0; b < blocks; ++b) {
-      residuals_of_block(quantizer, fill, values, b, state, residuals + b * block_values);
-    }
-  }
-
-  /// Writes one chunk at `out` (room for 1 + values.size() * sizeof(T) bytes) with a block encoder;
-  /// returns its size.
-  template <floating_value T, class BlockQuantizer>
-  static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
-                                    std::span<const T> values, std::byte* out, chunk_coder_state& state) {
-    if (!quantizer.usable()) return write_verbatim(values, out);
-
-    // The coded form is kept only when it is smaller than the verbatim one.
-    std::byte* const limit = out + 1 + values.size_bytes() - 1;
-    std::byte* cursor = out + 1;
-    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
-    alignas(64) std::int32_t residuals[block_values];
-    for (std::size_t b = 0; b < blocks; ++b) {
-      residuals_of_block(quantizer, fill, values, b, state, residuals);
-      if (static_cast<std::size_t>(limit - cursor) >= E::max_block_bytes) {
-        cursor += E::encode_block(residuals, cursor);
-      } else {  // near the end of the room: encode aside, keep it only if it still fits
-        std::byte aside[E::max_block_bytes];
-        const std::size_t size = E::encode_block(residuals, aside);
-        if (size > static_cast<std::size_t>(limit - cursor)) return write_verbatim(values, out);
-        std::memcpy(cursor, aside, size);
-        cursor += size;
-      }
-    }
-    return finish_chunk(std::span(state.exceptions, state.exception_count), values, out, cursor, limit);
-  }
-
-  /// Writes one chunk at `out` with a chunk encoder, given scratch for the chunk's residuals.
-  template <floating_value T, class BlockQuantizer, class Model>
-  static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
-                                    std::span<const T> values, std::byte* out, chunk_coder_state& state,
-                                    const Model& model, std::int32_t* residuals) {
-    if (!quantizer.usable()) return write_verbatim(values, out);
-    residuals_of_chunk(quantizer, fill, values, state, residuals);
-    return code_chunk(values, out, model, residuals, std::span(state.exceptions, state.exception_count));
-  }
-
-  /// Writes one chunk at `out` with a chunk encoder from its residuals and exceptions.
-  template <floating_value T, class Model>
-  static std::size_t code_chunk(std::span<const T> values, std::byte* out, const Model& model,
-                                const std::int32_t* residuals, std::span<const detail::block_exceptions> exceptions) {
-    std::byte* const limit = out + values.size_bytes();
-    const auto size = E::encode_chunk(model, std::span<const std::int32_t>(residuals, values.size()),
-                                      std::span<std::byte>(out + 1, static_cast<std::size_t>(limit - out - 1)));
-    if (!size) return write_verbatim(values, out);
-    return finish_chunk(exceptions, values, out, out + 1 + *size, limit);
-  }
-
-  /// Sets the chunk's kind and appends its exception section, or falls back to verbatim when the coded
-  /// form (ending at `cursor`) and the section do not fit before `limit`.
-  template <floating_value T>
-  static std::size_t finish_chunk(std::span<const detail::block_exceptions> exceptions, std::span<const T> values,
-                                  std::byte* out, std::byte* cursor, std::byte* limit) {
-    if (exceptions.empty()) {
-      out[0] = static_cast<std::byte>(detail::chunk_kind::coded);
-      return static_cast<std::size_t>(cursor - out);
-    }
-    const std::size_t exception_bytes = exception_section_bytes<T>(exceptions, values.size());
-    if (exception_bytes > static_cast<std::size_t>(limit - cursor)) return write_verbatim(values, out);
-    out[0] = static_cast<std::byte>(detail::chunk_kind::coded_with_exceptions);
-    write_exception_section(cursor, exceptions, values);
-    return static_cast<std::size_t>(cursor - out) + exception_bytes;
-  }
-
-  template <floating_value T>
-  static std::size_t write_verbatim(std::span<const T> values, std::byte* out) {
-    out[0] = static_cast<std::byte>(detail::chunk_kind::verbatim);
-    if (!values.empty()) std::memcpy(out + 1, values.data(), values.size_bytes());
-    return 1 + values.size_bytes();
-  }
-
-  static bool all_fill(const detail::block_exceptions& e, std::size_t chunk_size) {
-    return detail::all_fill({e.fill, e.outliers}, std::min(block_values, chunk_size - std::size_t{e.block} * block_values));
-  }
-
-  /// Calls run(first, count) for each fill run and block(e) for each masked block, in block order.
-  template <class Run, class Block>
-  static void for_each_exception_entry(std::span<const detail::block_exceptions> exceptions, std::size_t chunk_size,
-                                       Run&& run, Block&& block) {
-    for (std::size_t i = 0; i < exceptions.size();) {
-      if (all_fill(exceptions[i], chunk_size)) {
-        std::size_t j = i + 1;
-        while (j < exceptions.size() && exceptions[j].block == exceptions[j - 1].block + 1 &&
-               all_fill(exceptions[j], chunk_size)) {
-          ++j;
-        }
-        run(exceptions[i].block, j - i);
-        i = j;
-      } else {
-        block(exceptions[i]);
-        ++i;
-      }
-    }
-  }
-
-  template <floating_value T>
-  static std::size_t exception_section_bytes(std::span<const detail::block_exceptions> exceptions,
-                                             std::size_t chunk_size) {
-    std::size_t bytes = detail::exception_count_bytes;
-    for_each_exception_entry(
-        exceptions, chunk_size, [&](std::size_t, std::size_t) { bytes += detail::exception_entry_header_bytes; },
-        [&](const detail::block_exceptions& e) {
-          bytes += detail::masked_block_entry_bytes<T>(e.outliers);
-        });
-    return bytes;
-  }
-
-  /// Writes the chunk's exception section at `at` (exception_section_bytes of room).
-  template <floating_value T>
-  static void write_exception_section(std::byte* at, std::span<const detail::block_exceptions> exceptions,
-                                      std::span<const T> values) {
-    std::size_t entries = 0;
-    for_each_exception_entry(
-        exceptions, values.size(), [&](std::size_t, std::size_t) { ++entries; },
-        [&](const detail::block_exceptions&) { ++entries; });
-    at = detail::write_exception_count(at, static_cast<std::uint16_t>(entries));
-    for_each_exception_entry(
-        exceptions, values.size(),
-        [&](std::size_t first, std::size_t count) {
-          at = detail::write_fill_run(at, static_cast<std::uint16_t>(first), static_cast<std::uint16_t>(count));
-        },
-        [&](const detail::block_exceptions& e) {
-          at = detail::write_masked_block(at, e.block, e.fill, e.outliers, values.data() + std::size_t{e.block} * block_values);
-        });
-  }
-
   template <floating_value T>
   void decompress_values(const exec::Host& exec, std::span<const std::byte> in, std::span<T> out) const {
     const stream_layout layout = read_stream_layout(in, has_parameter_section);
@@ -623,7 +417,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
         const std::size_t size = layout.chunk_size_bytes(static_cast<std::uint32_t>(c));
         const std::size_t first = c * header.chunk_values;
         const auto values = out.subspan(first, std::min<std::size_t>(header.chunk_values, out.size() - first));
-        decompress_chunk(quantizer, fill, model, predictor_state(grid, first, header.chunk_values), residuals.data(),
+        chunk::decompress_chunk(quantizer, fill, model, predictor_state(grid, first, header.chunk_values), residuals.data(),
                          in.subspan(offset, size), values, c);
         offset += size;
       }
@@ -647,74 +441,6 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
       throw format_error(std::to_string(section.remaining()) + " bytes left in the parameter section of " + name());
     }
     return std::pair{grid, std::move(model)};
-  }
-
-  /// Decodes one chunk into `values`; `residuals` is scratch for a chunk encoder's whole chunk.
-  template <floating_value T, class BlockQuantizer, class Model>
-  static void decompress_chunk(const BlockQuantizer& quantizer, const std::optional<T>& fill, const Model& model,
-                               typename P::state state, std::uint32_t* residuals, std::span<const std::byte> chunk,
-                               std::span<T> values, std::size_t chunk_number) {
-    const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
-    byte_reader in(chunk);
-    const auto kind = static_cast<detail::chunk_kind>(in.read<std::uint8_t>("chunk kind"));
-    if (kind == detail::chunk_kind::verbatim) {
-      if (chunk.size() != 1 + values.size_bytes()) {
-        throw format_error(where() + "verbatim chunk of " + std::to_string(chunk.size()) + " bytes holds " +
-                           std::to_string(values.size()) + " values");
-      }
-      std::memcpy(values.data(), chunk.data() + 1, values.size_bytes());
-      return;
-    }
-    if (kind != detail::chunk_kind::coded && kind != detail::chunk_kind::coded_with_exceptions) {
-      throw format_error(where() + "unknown chunk kind " + std::to_string(static_cast<unsigned>(kind)));
-    }
-    if (!quantizer.usable()) {
-      throw format_error(where() + "coded chunk in a stream whose error bound admits no quantizer step");
-    }
-    alignas(64) std::uint32_t block_codes[block_values];
-    alignas(64) T tail[block_values];
-    std::size_t offset = 1;
-    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
-    if constexpr (codes_chunks) {
-      offset += E::decode_chunk(model, chunk.subspan(1), std::span<std::uint32_t>(residuals, values.size()));
-      std::fill(residuals + values.size(), residuals + blocks * block_values, 0u);
-    }
-    for (std::size_t b = 0; b < blocks; ++b) {
-      std::uint32_t* codes = block_codes;
-      if constexpr (codes_chunks) {
-        codes = residuals + b * block_values;
-      } else {
-        offset += E::decode_block(chunk.subspan(offset), codes);
-      }
-      P::inverse(state, codes);
-      const std::size_t first = b * block_values;
-      const std::size_t lanes = std::min(block_values, values.size() - first);
-      if (lanes == block_values) {
-        quantizer.dequantize(codes, values.data() + first, block_values);
-      } else {
-        quantizer.dequantize(codes, tail, lanes);
-        std::copy_n(tail, lanes, values.data() + first);
-      }
-    }
-    if (kind == detail::chunk_kind::coded_with_exceptions) {
-      offset += read_exception_section(chunk.subspan(offset), fill, values, where);
-    }
-    if (offset != chunk.size()) {
-      throw format_error(where() + std::to_string(chunk.size() - offset) + " bytes left after the last block");
-    }
-  }
-
-  /// Applies the exception section at the front of `section`; returns its size.
-  template <floating_value T, class Where>
-  static std::size_t read_exception_section(std::span<const std::byte> section, const std::optional<T>& fill,
-                                            std::span<T> values, const Where& where) {
-    const auto read = detail::apply_exception_section(section.data(), section.size(), fill.has_value(),
-                                                      fill.value_or(T(0)), values.data(), values.size());
-    if (read.fault != detail::exception_fault::none) {
-      throw format_error(where() + "exception section, entry " + std::to_string(read.entry) + ": " +
-                         detail::to_string(read.fault));
-    }
-    return read.bytes;
   }
 
   codec_config config_;

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 
 #include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/core/config.hpp"
@@ -92,6 +93,64 @@ ZCOLL_HOST_DEVICE std::byte* write_masked_block(std::byte* at, std::uint16_t blo
   }
   return at;
 }
+
+// ---- the host encoder's side: a chunk's exceptions, block by block, to entries ----
+
+/// Whether a block of a chunk of `chunk_size` values is all fill, and so joins a fill run.
+inline bool joins_fill_run(const block_exceptions& e, std::size_t chunk_size) {
+  const std::size_t lanes = chunk_size - std::size_t{e.block} * block_values;
+  return all_fill({e.fill, e.outliers}, lanes < block_values ? lanes : block_values);
+}
+
+/// Calls run(first, count) for each fill run and block(e) for each masked block, in block order.
+template <class Run, class Block>
+void for_each_exception_entry(std::span<const block_exceptions> exceptions, std::size_t chunk_size, Run&& run,
+                              Block&& block) {
+  for (std::size_t i = 0; i < exceptions.size();) {
+    if (joins_fill_run(exceptions[i], chunk_size)) {
+      std::size_t j = i + 1;
+      while (j < exceptions.size() && exceptions[j].block == exceptions[j - 1].block + 1 &&
+             joins_fill_run(exceptions[j], chunk_size)) {
+        ++j;
+      }
+      run(exceptions[i].block, j - i);
+      i = j;
+    } else {
+      block(exceptions[i]);
+      ++i;
+    }
+  }
+}
+
+/// Bytes of the section for a chunk's exceptions (as the host encoder collects them, in block order).
+template <floating_value T>
+std::size_t exception_section_bytes(std::span<const block_exceptions> exceptions, std::size_t chunk_size) {
+  std::size_t bytes = exception_count_bytes;
+  for_each_exception_entry(
+      exceptions, chunk_size, [&](std::size_t, std::size_t) { bytes += exception_entry_header_bytes; },
+      [&](const block_exceptions& e) { bytes += masked_block_entry_bytes<T>(e.outliers); });
+  return bytes;
+}
+
+/// Writes the chunk's exception section at `at` (exception_section_bytes of room).
+template <floating_value T>
+void write_exception_section(std::byte* at, std::span<const block_exceptions> exceptions, std::span<const T> values) {
+  std::size_t entries = 0;
+  for_each_exception_entry(
+      exceptions, values.size(), [&](std::size_t, std::size_t) { ++entries; },
+      [&](const block_exceptions&) { ++entries; });
+  at = write_exception_count(at, static_cast<std::uint16_t>(entries));
+  for_each_exception_entry(
+      exceptions, values.size(),
+      [&](std::size_t first, std::size_t count) {
+        at = write_fill_run(at, static_cast<std::uint16_t>(first), static_cast<std::uint16_t>(count));
+      },
+      [&](const block_exceptions& e) {
+        at = write_masked_block(at, e.block, e.fill, e.outliers, values.data() + std::size_t{e.block} * block_values);
+      });
+}
+
+// ---- reading ----
 
 /// What applying a section gave: its size in bytes, or a fault and the entry it met it in.
 struct exception_section_read {

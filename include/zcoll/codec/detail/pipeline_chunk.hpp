@@ -1,0 +1,211 @@
+#pragma once
+/// One chunk of a pipeline stream (codec/pipeline.hpp has the chunk format), coded and decoded on the
+/// host: quantize and predict block after block, encode the blocks or the whole chunk, append the
+/// exception section, or store the chunk verbatim when that is not smaller; and back.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "zcoll/codec/detail/exception_section.hpp"
+#include "zcoll/codec/detail/pipeline_block.hpp"
+#include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/config.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/core/lanes.hpp"
+#include "zcoll/core/value_type.hpp"
+#include "zcoll/encode/concepts.hpp"
+
+namespace zcoll::detail {
+
+/// The chunk functions of Pipeline<Q, P, E>; the quantizer comes in as its block_quantizer<T> object.
+template <class P, class E>
+struct pipeline_chunk {
+  /// Chunk encoders code a whole chunk with the stream's model; block encoders block by block.
+  static constexpr bool codes_chunks = encode::chunk_encoder<E>;
+
+  /// The per-chunk state of quantizing and predicting block after block, and the exceptions found.
+  struct coder_state {
+    explicit coder_state(typename P::state p) : predictor(std::move(p)) {}
+    typename P::state predictor;
+    std::int32_t previous_code = 0;
+    std::size_t exception_count = 0;
+    block_exceptions exceptions[max_blocks_per_chunk];
+  };
+
+  /// Quantizes and predicts block `b` of a chunk into 32 residuals (lanes past the chunk's end are 0),
+  /// recording the block's exceptions; an exception's code repeats the code before it.
+  template <floating_value T, class BlockQuantizer>
+  ZCOLL_ALWAYS_INLINE static void residuals_of_block(const BlockQuantizer& quantizer,
+                                                     const std::optional<bits_of<T>>& fill, std::span<const T> values,
+                                                     std::size_t b, coder_state& state, std::int32_t* residuals) {
+    alignas(64) std::int32_t codes[block_values];
+    const std::size_t first = b * block_values;
+    const std::size_t lanes = std::min(block_values, values.size() - first);
+    const exception_masks e =
+        quantize_block<T>(quantizer, fill.has_value(), fill.value_or(0), values.data() + first, lanes, codes);
+    if (e.any() != 0) {
+      repeat_previous_code(codes, e.any(), state.previous_code);
+      state.exceptions[state.exception_count++] = {static_cast<std::uint16_t>(b), e.fill, e.outliers};
+    }
+    state.previous_code = codes[block_values - 1];
+    P::forward(state.predictor, codes, residuals);
+    for (std::size_t j = lanes; j < block_values; ++j) residuals[j] = 0;
+  }
+
+  /// The residuals of a whole chunk into `residuals` (room for the chunk rounded up to 32 values).
+  template <floating_value T, class BlockQuantizer>
+  static void residuals_of_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
+                                 std::span<const T> values, coder_state& state, std::int32_t* residuals) {
+    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      residuals_of_block(quantizer, fill, values, b, state, residuals + b * block_values);
+    }
+  }
+
+  /// Writes one chunk at `out` (room for 1 + values.size() * sizeof(T) bytes) with a block encoder;
+  /// returns its size.
+  template <floating_value T, class BlockQuantizer>
+  static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
+                                    std::span<const T> values, std::byte* out, coder_state& state) {
+    if (!quantizer.usable()) return write_verbatim(values, out);
+
+    // The coded form is kept only when it is smaller than the verbatim one.
+    std::byte* const limit = out + 1 + values.size_bytes() - 1;
+    std::byte* cursor = out + 1;
+    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    alignas(64) std::int32_t residuals[block_values];
+    for (std::size_t b = 0; b < blocks; ++b) {
+      residuals_of_block(quantizer, fill, values, b, state, residuals);
+      if (static_cast<std::size_t>(limit - cursor) >= E::max_block_bytes) {
+        cursor += E::encode_block(residuals, cursor);
+      } else {  // near the end of the room: encode aside, keep it only if it still fits
+        std::byte aside[E::max_block_bytes];
+        const std::size_t size = E::encode_block(residuals, aside);
+        if (size > static_cast<std::size_t>(limit - cursor)) return write_verbatim(values, out);
+        std::memcpy(cursor, aside, size);
+        cursor += size;
+      }
+    }
+    return finish_chunk(std::span(state.exceptions, state.exception_count), values, out, cursor, limit);
+  }
+
+  /// Writes one chunk at `out` with a chunk encoder, given scratch for the chunk's residuals.
+  template <floating_value T, class BlockQuantizer, class Model>
+  static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
+                                    std::span<const T> values, std::byte* out, coder_state& state,
+                                    const Model& model, std::int32_t* residuals) {
+    if (!quantizer.usable()) return write_verbatim(values, out);
+    residuals_of_chunk(quantizer, fill, values, state, residuals);
+    return code_chunk(values, out, model, residuals, std::span(state.exceptions, state.exception_count));
+  }
+
+  /// Writes one chunk at `out` with a chunk encoder from its residuals and exceptions.
+  template <floating_value T, class Model>
+  static std::size_t code_chunk(std::span<const T> values, std::byte* out, const Model& model,
+                                const std::int32_t* residuals, std::span<const block_exceptions> exceptions) {
+    std::byte* const limit = out + values.size_bytes();
+    const auto size = E::encode_chunk(model, std::span<const std::int32_t>(residuals, values.size()),
+                                      std::span<std::byte>(out + 1, static_cast<std::size_t>(limit - out - 1)));
+    if (!size) return write_verbatim(values, out);
+    return finish_chunk(exceptions, values, out, out + 1 + *size, limit);
+  }
+
+  /// Sets the chunk's kind and appends its exception section, or falls back to verbatim when the coded
+  /// form (ending at `cursor`) and the section do not fit before `limit`.
+  template <floating_value T>
+  static std::size_t finish_chunk(std::span<const block_exceptions> exceptions, std::span<const T> values,
+                                  std::byte* out, std::byte* cursor, std::byte* limit) {
+    if (exceptions.empty()) {
+      out[0] = static_cast<std::byte>(chunk_kind::coded);
+      return static_cast<std::size_t>(cursor - out);
+    }
+    const std::size_t exception_bytes = exception_section_bytes<T>(exceptions, values.size());
+    if (exception_bytes > static_cast<std::size_t>(limit - cursor)) return write_verbatim(values, out);
+    out[0] = static_cast<std::byte>(chunk_kind::coded_with_exceptions);
+    write_exception_section(cursor, exceptions, values);
+    return static_cast<std::size_t>(cursor - out) + exception_bytes;
+  }
+
+  template <floating_value T>
+  static std::size_t write_verbatim(std::span<const T> values, std::byte* out) {
+    out[0] = static_cast<std::byte>(chunk_kind::verbatim);
+    if (!values.empty()) std::memcpy(out + 1, values.data(), values.size_bytes());
+    return 1 + values.size_bytes();
+  }
+
+  /// Decodes one chunk into `values`; `residuals` is scratch for a chunk encoder's whole chunk.
+  template <floating_value T, class BlockQuantizer, class Model>
+  static void decompress_chunk(const BlockQuantizer& quantizer, const std::optional<T>& fill, const Model& model,
+                               typename P::state state, std::uint32_t* residuals, std::span<const std::byte> chunk,
+                               std::span<T> values, std::size_t chunk_number) {
+    const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
+    byte_reader in(chunk);
+    const auto kind = static_cast<chunk_kind>(in.read<std::uint8_t>("chunk kind"));
+    if (kind == chunk_kind::verbatim) {
+      if (chunk.size() != 1 + values.size_bytes()) {
+        throw format_error(where() + "verbatim chunk of " + std::to_string(chunk.size()) + " bytes holds " +
+                           std::to_string(values.size()) + " values");
+      }
+      std::memcpy(values.data(), chunk.data() + 1, values.size_bytes());
+      return;
+    }
+    if (kind != chunk_kind::coded && kind != chunk_kind::coded_with_exceptions) {
+      throw format_error(where() + "unknown chunk kind " + std::to_string(static_cast<unsigned>(kind)));
+    }
+    if (!quantizer.usable()) {
+      throw format_error(where() + "coded chunk in a stream whose error bound admits no quantizer step");
+    }
+    alignas(64) std::uint32_t block_codes[block_values];
+    alignas(64) T tail[block_values];
+    std::size_t offset = 1;
+    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    if constexpr (codes_chunks) {
+      offset += E::decode_chunk(model, chunk.subspan(1), std::span<std::uint32_t>(residuals, values.size()));
+      std::fill(residuals + values.size(), residuals + blocks * block_values, 0u);
+    }
+    for (std::size_t b = 0; b < blocks; ++b) {
+      std::uint32_t* codes = block_codes;
+      if constexpr (codes_chunks) {
+        codes = residuals + b * block_values;
+      } else {
+        offset += E::decode_block(chunk.subspan(offset), codes);
+      }
+      P::inverse(state, codes);
+      const std::size_t first = b * block_values;
+      const std::size_t lanes = std::min(block_values, values.size() - first);
+      if (lanes == block_values) {
+        quantizer.dequantize(codes, values.data() + first, block_values);
+      } else {
+        quantizer.dequantize(codes, tail, lanes);
+        std::copy_n(tail, lanes, values.data() + first);
+      }
+    }
+    if (kind == chunk_kind::coded_with_exceptions) {
+      offset += read_exception_section(chunk.subspan(offset), fill, values, where);
+    }
+    if (offset != chunk.size()) {
+      throw format_error(where() + std::to_string(chunk.size() - offset) + " bytes left after the last block");
+    }
+  }
+
+  /// Applies the exception section at the front of `section`; returns its size.
+  template <floating_value T, class Where>
+  static std::size_t read_exception_section(std::span<const std::byte> section, const std::optional<T>& fill,
+                                            std::span<T> values, const Where& where) {
+    const auto read = apply_exception_section(section.data(), section.size(), fill.has_value(),
+                                                      fill.value_or(T(0)), values.data(), values.size());
+    if (read.fault != exception_fault::none) {
+      throw format_error(where() + "exception section, entry " + std::to_string(read.entry) + ": " +
+                         to_string(read.fault));
+    }
+    return read.bytes;
+  }
+};
+
+}  // namespace zcoll::detail
