@@ -31,9 +31,13 @@ void write_stream(const std::string& name, const zcoll::codec_config& config, st
                   const std::string& dir) {
   const Codec codec{config};
   std::vector<std::byte> stream(codec.template max_compressed_size<float>(values.size()));
-  const auto written = codec.compress(zcoll::exec::Host{}, values, std::span<std::byte>(stream));
-  std::ofstream(dir + "/" + name + ".zc", std::ios::binary)
-      .write(reinterpret_cast<const char*>(written.data()), static_cast<std::streamsize>(written.size()));
+  try {
+    const auto written = codec.compress(zcoll::exec::Host{}, values, std::span<std::byte>(stream));
+    std::ofstream(dir + "/" + name + ".zc", std::ios::binary)
+        .write(reinterpret_cast<const char*>(written.data()), static_cast<std::streamsize>(written.size()));
+  } catch (const zcoll::argument_error& e) {  // a codec that cannot hold this field (Int4 and a -1e10 fill)
+    std::ofstream(dir + "/" + name + ".refused") << e.what() << '\n';
+  }
 }
 
 }  // namespace
