@@ -281,8 +281,8 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     if constexpr (codes_chunks) {
       // The statistics pass keeps every chunk's residuals and exceptions, so the coding pass does not
       // quantize and predict again (a quarter of the compression time with 2-D Lorenzo).
-      detail::chunk_residuals cache(out, prefix_bytes + max_parameter_section_bytes, chunk_capacity, chunks,
-                            E::needs_statistics && quantizer.usable());
+      detail::chunk_residuals cache(out, prefix_bytes + max_parameter_section_bytes, chunk_capacity, chunk_values, chunks,
+                                    exec::worker_count(exec, chunks), E::needs_statistics && quantizer.usable());
       regions = cache.first_slot_offset();
       region_stride = cache.slot_stride();
       const auto model = build_model<T>(exec, quantizer, fill, chunks, chunk_of, state_of, cache);

@@ -22,26 +22,37 @@ inline constexpr std::size_t residual_slot_padding_bytes = 3;
 /// on every call, and the page faults of such a cache halved the compression speed of inputs of more
 /// than 8 Mi values (docs/performance.md).
 ///
-/// Layout: slot c holds chunk c's residuals at the 4-byte aligned `first_slot_offset() + c *
-/// slot_stride()`, past the largest parameter section; slot_stride() is a chunk's room plus 3 bytes.
-/// The coding pass writes chunk c from at most slot c's start (its worker's region starts at slot
-/// `begin`, the first worker's earlier, and every chunk written before takes no more than its room) to
-/// at most slot c + 1's start, so it overwrites no residuals still to be read but slot c's own, which
-/// it reads first where the two may meet. max_compressed_size holds every slot.
+/// Layout. The coding pass gives chunk c the window [W + c × stride, W + (c + 1) × stride), W =
+/// first_slot_offset() (4-byte aligned, past the largest parameter section), stride = slot_stride() (a
+/// chunk's room plus 3 bytes, a multiple of 4): a worker's region starts at its first chunk's window
+/// (the first worker's earlier), and every chunk takes no more than its room, so chunk c is written
+/// inside [W, end of window c). The slots (S = 4 × chunk_values bytes) of a worker's chunks [begin, end)
+/// lie densely, ending where window end - 1 begins: slot c = W + e × stride - (e - c) × S with
+/// e = min(end, chunks - 1), so the last chunk's slot starts at its own window and needs only its own
+/// (perhaps shorter) residuals, which max_compressed_size has room for. Slot c + 1 starts at or after
+/// window c's end (a slot is no larger than a window), so writing chunk c overwrites no residuals still to
+/// be read but slot c's own, which it reads first where the two may meet, and those of chunks its
+/// worker coded before; other workers' windows hold none of its slots. Both passes split the chunks over
+/// `workers` as exec::for_each_range does. Dense slots matter for f64 data, whose residuals fill half a
+/// window: a slot at the start of each window spread them over twice the pages (docs/performance.md).
 class chunk_residuals {
  public:
   chunk_residuals(std::span<std::byte> out, std::size_t after_prefix, std::size_t chunk_capacity,
-                  std::size_t chunks, bool keep)
+                  std::uint32_t chunk_values, std::size_t chunks, std::size_t workers, bool keep)
       : out_(out),
         first_slot_(after_prefix + (4 - reinterpret_cast<std::uintptr_t>(out.data() + after_prefix) % 4) % 4),
         stride_(chunk_capacity + residual_slot_padding_bytes),
+        slot_bytes_(4 * std::size_t{chunk_values}),
+        chunks_(chunks),
+        workers_(workers == 0 ? 1 : workers),
         exceptions_(keep ? chunks : 0) {}
   bool kept() const { return !exceptions_.empty(); }
   std::size_t first_slot_offset() const { return first_slot_; }
   std::size_t slot_stride() const { return stride_; }
-  /// Slot `chunk`: room for the chunk rounded up to 32 values, except for a shorter last chunk.
+  /// Slot `chunk`: room for chunk_values residuals (a whole chunk, or a shorter last one's padded blocks).
   std::int32_t* slot(std::size_t chunk) const {
-    return reinterpret_cast<std::int32_t*>(out_.data() + first_slot_ + chunk * stride_);
+    const std::size_t end = std::min(range_end(chunk), chunks_ - 1);
+    return reinterpret_cast<std::int32_t*>(out_.data() + first_slot_ + end * stride_ - (end - chunk) * slot_bytes_);
   }
   /// Keeps a chunk's residuals (copied into its slot unless written there) and exceptions.
   void keep(std::size_t chunk, std::span<const std::int32_t> residuals,
@@ -52,9 +63,19 @@ class chunk_residuals {
   std::span<const block_exceptions> exceptions(std::size_t chunk) const { return exceptions_[chunk]; }
 
  private:
+  /// The end of the range of chunks `chunk` is in: exec::for_each_range gives worker w [N w / W, N (w + 1) / W).
+  std::size_t range_end(std::size_t chunk) const {
+    std::size_t w = chunk * workers_ / chunks_;  // a lower bound of the worker, off by at most one
+    while (chunks_ * (w + 1) / workers_ <= chunk) ++w;
+    return chunks_ * (w + 1) / workers_;
+  }
+
   std::span<std::byte> out_;
   std::size_t first_slot_;
-  std::size_t stride_;  // a chunk's room (1 + a multiple of 4 bytes) and 3: a multiple of 4
+  std::size_t stride_;      // a chunk's room (1 + a multiple of 4 bytes) and 3: a multiple of 4
+  std::size_t slot_bytes_;  // 4 bytes a residual, chunk_values of them
+  std::size_t chunks_;
+  std::size_t workers_;
   std::vector<std::vector<block_exceptions>> exceptions_;  // each chunk's, written by its worker
 };
 
