@@ -93,6 +93,22 @@ inline std::size_t batch_values(const char* caller, std::span<const std::size_t>
   return total;
 }
 
+/// decompress_batch's streams: an offset and a size each, inside `in`.
+inline void check_batch_streams(std::size_t in_bytes, std::span<const std::uint64_t> stream_offset,
+                                std::span<const std::uint64_t> stream_bytes, std::size_t streams) {
+  if (stream_offset.size() != streams || stream_bytes.size() != streams) {
+    throw argument_error("decompress_batch: stream_offset and stream_bytes hold " + std::to_string(stream_offset.size()) +
+                         " and " + std::to_string(stream_bytes.size()) + " entries, counts " + std::to_string(streams));
+  }
+  for (std::size_t s = 0; s < streams; ++s) {
+    if (stream_offset[s] > in_bytes || stream_bytes[s] > in_bytes - stream_offset[s]) {
+      throw argument_error("decompress_batch: stream " + std::to_string(s) + " at [" + std::to_string(stream_offset[s]) +
+                           ", +" + std::to_string(stream_bytes[s]) + ") is outside `in` of " + std::to_string(in_bytes) +
+                           " bytes");
+    }
+  }
+}
+
 }  // namespace detail
 
 /// Compresses a batch: stream s holds the counts[s] values after those of streams 0..s-1 and is written
@@ -132,18 +148,9 @@ void decompress_batch(const exec::Host& exec, const C& codec, std::span<const st
                       std::span<const std::uint64_t> stream_offset, std::span<const std::uint64_t> stream_bytes,
                       std::span<T> values, std::span<const std::size_t> counts) {
   detail::batch_values("decompress_batch", counts, values.size());
-  if (stream_offset.size() != counts.size() || stream_bytes.size() != counts.size()) {
-    throw argument_error("decompress_batch: stream_offset and stream_bytes hold " + std::to_string(stream_offset.size()) +
-                         " and " + std::to_string(stream_bytes.size()) + " entries, counts " +
-                         std::to_string(counts.size()));
-  }
+  detail::check_batch_streams(in.size(), stream_offset, stream_bytes, counts.size());
   std::size_t first = 0;
   for (std::size_t s = 0; s < counts.size(); ++s) {
-    if (stream_offset[s] > in.size() || stream_bytes[s] > in.size() - stream_offset[s]) {
-      throw argument_error("decompress_batch: stream " + std::to_string(s) + " at [" + std::to_string(stream_offset[s]) +
-                           ", +" + std::to_string(stream_bytes[s]) + ") is outside `in` of " +
-                           std::to_string(in.size()) + " bytes");
-    }
     // Which stream failed is the caller's clue: the message names it, the exception keeps its type.
     const std::string which = "decompress_batch: stream " + std::to_string(s) + ": ";
     try {

@@ -377,17 +377,8 @@ void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, st
   namespace cd = cuda::detail;
   detail::decompress_job<T> job;
   job.layout = detail::make_layout("decompress_batch", counts, codec.config().chunk_values);
-  if (stream_offset.size() != counts.size() || stream_bytes.size() != counts.size()) {
-    throw argument_error("decompress_batch: stream_offset and stream_bytes hold " + std::to_string(stream_offset.size()) +
-                         " and " + std::to_string(stream_bytes.size()) + " entries, counts " +
-                         std::to_string(counts.size()));
-  }
+  detail::check_batch_streams(in.size(), stream_offset, stream_bytes, counts.size());
   for (std::size_t s = 0; s < counts.size(); ++s) {
-    if (stream_offset[s] > in.size() || stream_bytes[s] > in.size() - stream_offset[s]) {
-      throw argument_error("decompress_batch: stream " + std::to_string(s) + " at [" + std::to_string(stream_offset[s]) +
-                           ", +" + std::to_string(stream_bytes[s]) + ") is outside `in` of " +
-                           std::to_string(in.size()) + " bytes");
-    }
     job.stream_offset[s] = stream_offset[s];
     job.stream_bytes[s] = stream_bytes[s];
   }
