@@ -81,7 +81,7 @@ cuda_codec_result<T> measure_codec(const zcoll::codec_config& config, std::span<
   const std::size_t counts[] = {values.size()};
   const zcoll::exec::Cuda exec{};
   const auto d_values = to_device(values);
-  device_buffer d_stream(zcoll::cuda::max_compressed_size<T>(codec, counts));
+  device_buffer d_stream(zcoll::batch_max_compressed_size<T>(codec, counts));
   device_buffer workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
   device_buffer d_restored(values.size_bytes());
   event_timer timer;
@@ -115,7 +115,7 @@ cuda_batch_result measure_codec_batch(const zcoll::codec_config& config, std::sp
   for (std::size_t b = 0; b < blocks; ++b) counts[b] = values.size() * (b + 1) / blocks - values.size() * b / blocks;
   const zcoll::exec::Cuda exec{};
   const auto d_values = to_device(values);
-  device_buffer d_out(zcoll::cuda::max_compressed_size<T>(codec, counts));
+  device_buffer d_out(zcoll::batch_max_compressed_size<T>(codec, counts));
   device_buffer workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
   // One workspace per block for the launch-per-block loop, each sized for the largest block: each
   // launch's results stay where they are.

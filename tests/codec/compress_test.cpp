@@ -67,6 +67,7 @@ TEST_CASE("compress_batch packs streams one after another, as the CUDA driver do
   }
   std::size_t room = 0;
   for (const auto count : counts) room += codec.max_compressed_size<float>(count);
+  CHECK(zcoll::batch_max_compressed_size<float>(codec, std::span<const std::size_t>(counts)) == room);
   std::vector<std::byte> out(room);
   std::vector<std::uint64_t> bytes(counts.size()), offset(counts.size());
   const auto written = zcoll::compress_batch(zcoll::exec::Host{.threads = 2}, codec, std::span<const float>(values),

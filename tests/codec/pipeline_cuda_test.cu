@@ -79,7 +79,7 @@ void check_against_host(const Codec& codec) {
     const auto expected = zcoll::compress(codec, std::span<const T>(values));
     const std::size_t counts[] = {values.size()};
     auto d_values = device_bytes::from(std::span<const T>(values));
-    device_bytes d_out(zcoll::cuda::max_compressed_size<T>(codec, counts));
+    device_bytes d_out(zcoll::batch_max_compressed_size<T>(codec, counts));
     device_bytes workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
     zcoll::compress(exec, codec, std::span<const T>(d_values.template as<T>(), values.size()), d_out.span(), workspace.span());
     const auto results = zcoll::cuda::results_of(workspace.span(), 1);
@@ -141,7 +141,7 @@ TEST_CASE("CUDA FZLight: an all-to-all's blocks compress in one launch, packed a
   }
   const zcoll::exec::Cuda exec{};
   auto d_values = device_bytes::from(std::span<const float>(values));
-  device_bytes d_out(zcoll::cuda::max_compressed_size<float>(codec, counts));
+  device_bytes d_out(zcoll::batch_max_compressed_size<float>(codec, counts));
   device_bytes workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
   zcoll::compress_batch(exec, codec, std::span<const float>(d_values.as<float>(), values.size()), counts, d_out.span(),
                         workspace.span());

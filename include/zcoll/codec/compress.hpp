@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "zcoll/codec/compress_to_vector.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/codec/keyed_state.hpp"
 #include "zcoll/core/checked_size.hpp"
@@ -61,16 +60,17 @@ void decompress(const exec::Host& exec, const C& codec, std::span<const std::byt
   codec.decompress(exec, in, std::forward<R>(out));
 }
 
-/// Convenience: a new vector holding the stream, one thread.
-template <codec C, floating_range R>
-std::vector<std::byte> compress(const C& codec, const R& in) {
-  return compress_to_vector(codec, in);
-}
+/// Convenience: a new vector holding the stream, one thread; with the caller's state, or from a fresh one.
 template <codec C, floating_range R>
 std::vector<std::byte> compress(const C& codec, state_of<C>& state, const R& in) {
   std::vector<std::byte> stream(codec.template max_compressed_size<std::ranges::range_value_t<R>>(std::ranges::size(in)));
   stream.resize(compress(exec::Host{}, codec, state, in, std::span<std::byte>(stream)).size());
   return stream;
+}
+template <codec C, floating_range R>
+std::vector<std::byte> compress(const C& codec, const R& in) {
+  state_of<C> fresh;
+  return compress(codec, fresh, in);
 }
 
 /// Convenience: a new vector of the stream's values, one thread. The codec validates the stream before
@@ -111,6 +111,17 @@ inline void check_batch_streams(std::size_t in_bytes, std::span<const std::uint6
 
 }  // namespace detail
 
+/// Output bytes a batch of streams of `counts` values may take (compress_batch's `out`, on either side):
+/// the codec's max_compressed_size, stream by stream.
+template <floating_value T, codec C>
+std::size_t batch_max_compressed_size(const C& codec, std::span<const std::size_t> counts) {
+  std::size_t bytes = 0;
+  for (const std::size_t count : counts) {
+    bytes = checked_add(bytes, codec.template max_compressed_size<T>(count), "batch_max_compressed_size", "stream bytes");
+  }
+  return bytes;
+}
+
 /// Compresses a batch: stream s holds the counts[s] values after those of streams 0..s-1 and is written
 /// right after stream s - 1 in `out`; stream_bytes[s] receives its size. `out` needs the sum of the
 /// streams' max_compressed_size. Returns the bytes written (all streams), a prefix of `out`.
@@ -123,13 +134,10 @@ std::span<std::byte> compress_batch(const exec::Host& exec, const C& codec, std:
     throw argument_error("compress_batch: stream_bytes holds " + std::to_string(stream_bytes.size()) +
                          " entries, counts " + std::to_string(counts.size()));
   }
-  std::size_t needed = 0;
-  for (const std::size_t count : counts) {
-    needed = checked_add(needed, codec.template max_compressed_size<T>(count), "compress_batch", "out bytes");
-  }
+  const std::size_t needed = batch_max_compressed_size<T>(codec, counts);
   if (out.size() < needed) {
-    throw argument_error("compress_batch: out has " + std::to_string(out.size()) + " bytes; the batch's max_compressed_size is " +
-                         std::to_string(needed));
+    throw argument_error("compress_batch: out has " + std::to_string(out.size()) + " bytes, batch_max_compressed_size() = " +
+                         std::to_string(needed) + " are needed");
   }
   std::size_t first = 0, written = 0;
   for (std::size_t s = 0; s < counts.size(); ++s) {

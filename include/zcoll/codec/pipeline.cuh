@@ -6,7 +6,7 @@
 /// the other way round.
 ///
 ///     zcoll::FZLight codec{{.error_bound = zcoll::relative(1e-4)}};
-///     // device buffers the caller allocates once: d_out of cuda::max_compressed_size<float>(codec, counts)
+///     // device buffers the caller allocates once: d_out of zcoll::batch_max_compressed_size<float>(codec, counts)
 ///     // bytes, d_workspace of cuda::compress_workspace_bytes(codec, counts) bytes, 256-byte aligned
 ///     zcoll::compress_batch(zcoll::exec::Cuda{stream}, codec, d_values, counts, d_out, d_workspace);
 ///     // sizes stay on the device: zcoll::cuda::results_of(d_workspace, counts.size())
@@ -253,16 +253,6 @@ inline batch_results results_of(std::span<std::byte> workspace, std::size_t stre
   return {results, results + streams, results + 2 * streams};
 }
 
-/// Output bytes compress_batch may write: the host driver's max_compressed_size, stream by stream.
-template <floating_value T, class Q, class P, class E>
-std::size_t max_compressed_size(const Pipeline<Q, P, E>& codec, std::span<const std::size_t> counts) {
-  std::size_t bytes = 0;
-  for (const std::size_t count : counts) {
-    bytes = checked_add(bytes, codec.template max_compressed_size<T>(count), "max_compressed_size", "stream bytes");
-  }
-  return bytes;
-}
-
 /// Workspace (device bytes) decompress_batch needs for streams of `counts` values.
 template <class Q, class P, class E>
 std::size_t decompress_workspace_bytes(const Pipeline<Q, P, E>& codec, std::span<const std::size_t> counts) {
@@ -324,9 +314,9 @@ void compress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std:
   job.layout = detail::make_layout("compress_batch", counts, config.chunk_values);
   const cd::workspace_layout w(job.layout.tiles(), job.layout.streams);
   cd::check_workspace("compress_batch", workspace, w.bytes);
-  const std::size_t needed = cuda::max_compressed_size<T>(codec, counts);
+  const std::size_t needed = batch_max_compressed_size<T>(codec, counts);
   if (out.size() < needed) {
-    throw argument_error("compress_batch: out has " + std::to_string(out.size()) + " bytes, max_compressed_size() = " +
+    throw argument_error("compress_batch: out has " + std::to_string(out.size()) + " bytes, batch_max_compressed_size() = " +
                          std::to_string(needed) + " are needed");
   }
   detail::batch_values("compress_batch", counts, values.size());
