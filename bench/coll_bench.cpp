@@ -93,12 +93,13 @@ struct coll_options {
   std::string type = "f32";
   unsigned repeat = 5;
   unsigned threads = 1;
-  std::uint32_t chunk_values = zcoll::collective_config{}.chunk_values;
+  std::uint32_t chunk_values = 4096;  // --chunk: the codec's chunk length
   std::size_t pipeline_values = zcoll::collective_config{}.pipeline_values;
   std::size_t row_length = 64;  // --row: Int8/Int4's row (one scale and bias per row)
   /// The link the model columns assume: --model-link, or --link's under local:N; none, no model.
   std::optional<zcoll::schedule::link_cost> model_link;
   int root = 0;
+  bool overlap = false;  // --overlap: the compressed call started non-blocking beside a compute loop
   std::string csv;
   std::string json;
 };
@@ -137,6 +138,13 @@ struct coll_row {
   model_times model{};
   bool modelled = false;
   codec_speed one_core{};
+  // --overlap: the compressed call alone, a compute loop as long as it alone, and both together (the call
+  // started non-blocking, then the loop): polling request::test() from the loop, or with the progress
+  // thread; medians, the slowest rank's.
+  double overlap_call_us = not_measured;
+  double overlap_compute_us = not_measured;
+  double overlap_polling_us = not_measured;
+  double overlap_thread_us = not_measured;
 };
 
 [[noreturn]] void usage_error(const std::string& message) {
@@ -203,7 +211,7 @@ struct coll_codec {
   std::string name;
   std::string pipeline;           ///< Codec::name()
   zcoll::collective_use use = zcoll::collective_use::none;
-  bool on_rows = false;           ///< works on rows (collective_config::row_length): f32 only here
+  bool on_rows = false;           ///< works on rows (the codec's shape.back()): f32 only here
   bool uses_error_bound = false;  ///< false: a bound of its own (per row, or none: identity)
 };
 
@@ -240,7 +248,7 @@ const coll_codec& codec_of(const std::string& name) { return *find_coll_codec(na
 /// Row-wise quantizers: rows, and a bound each row's range sets.
 bool is_rowwise(const std::string& codec) { return codec_of(codec).on_rows && !codec_of(codec).uses_error_bound; }
 
-/// Codecs that work on rows (collective_config::row_length): the row-wise quantizers, and the embedding
+/// Codecs that work on rows (the codec's shape.back()): the row-wise quantizers, and the embedding
 /// codecs, whose rows are the embedding vectors.
 bool works_on_rows(const std::string& codec) { return codec_of(codec).on_rows; }
 
@@ -332,6 +340,10 @@ alltoallv blocks (skewed like the DLRM embedding all-to-all, the same on every r
   the mean over the ranks of their actual input (the sum of their send counts); algbw and busbw are
   computed on it.
 run and output:
+  --overlap             also time the compressed call started non-blocking (*_async) beside a compute
+                        loop as long as the call: the pair polling request::test() from the loop, and the
+                        pair with collective_config::progress_thread (under MPI: MPI_THREAD_MULTIPLE);
+                        serial would take 2x the longer of the two, full overlap 1x
   --repeat N            timed calls after one warm-up; the median is reported (default 5)
   --csv FILE, --json FILE     the rows for tools (rank 0 writes them)
 
@@ -355,6 +367,10 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") return std::nullopt;
     if (flag.rfind("--", 0) != 0) usage_error(fmt::format("'{}' is not an option", flag));
+    if (flag == "--overlap") {  // the one option without a value
+      o.overlap = true;
+      continue;
+    }
     if (i + 1 >= argc) usage_error(fmt::format("{} needs a value", flag));
     const std::string value = argv[++i];
     if (flag == "--transport") {
@@ -783,6 +799,72 @@ void invoke(zcoll::Compressed<S, Codec>& coll, collective_op op, std::span<const
   throw std::logic_error(fmt::format("zcoll-bench coll: schedule {} has no such operation", S::name));
 }
 
+/// The non-blocking call of `op` (alltoallv when counts are given), as invoke() makes the blocking one.
+template <class T, class S, class Codec>
+zcoll::request invoke_async(zcoll::Compressed<S, Codec>& coll, collective_op op, std::span<const T> in, std::span<T> out,
+                            int root, const std::vector<std::size_t>* send_counts = nullptr,
+                            const std::vector<std::size_t>* recv_counts = nullptr) {
+  if (send_counts) {
+    if constexpr (S::supports(collective_op::alltoall)) {
+      return coll.template alltoallv_async<T>(in, *send_counts, out, *recv_counts);
+    }
+  }
+  switch (op) {
+    case collective_op::allreduce:
+      if constexpr (serves<S>(collective_op::allreduce)) return coll.template allreduce_async<T>(out, zcoll::op::sum);
+      break;
+    case collective_op::reduce_scatter:
+      if constexpr (S::supports(collective_op::reduce_scatter)) return coll.template reduce_scatter_async<T>(in, out, zcoll::op::sum);
+      break;
+    case collective_op::allgather:
+      if constexpr (S::supports(collective_op::allgather)) return coll.template allgather_async<T>(in, out);
+      break;
+    case collective_op::bcast:
+      if constexpr (S::supports(collective_op::bcast)) return coll.template bcast_async<T>(out, root);
+      break;
+    case collective_op::scatter:
+      if constexpr (S::supports(collective_op::scatter)) return coll.template scatter_async<T>(in, out, root);
+      break;
+    case collective_op::gather:
+      if constexpr (S::supports(collective_op::gather)) return coll.template gather_async<T>(in, out, root);
+      break;
+    case collective_op::alltoall:
+      if constexpr (S::supports(collective_op::alltoall)) return coll.template alltoall_async<T>(in, out);
+      break;
+    default:
+      break;
+  }
+  throw std::logic_error(fmt::format("zcoll-bench coll: schedule {} has no such operation", S::name));
+}
+
+/// --overlap's compute: dependent floating-point steps on a small array that stays in L1 (it competes with
+/// the call for a core, not for memory bandwidth), with poll() every `poll_every` steps.
+template <class Poll>
+double compute_steps(std::size_t steps, std::size_t poll_every, Poll&& poll) {
+  std::array<double, 64> a{};
+  a.fill(1.0);
+  for (std::size_t i = 0; i < steps; ++i) {
+    double& x = a[i % a.size()];
+    x = x * 0.999999 + 1e-6;
+    if (poll_every > 0 && i % poll_every == poll_every - 1) poll();
+  }
+  return std::accumulate(a.begin(), a.end(), 0.0);
+}
+
+/// Steps of compute_steps that take `seconds` on this core (measured: 2^22 steps, scaled).
+std::size_t steps_for(double seconds) {
+  constexpr std::size_t probe = std::size_t{1} << 22;
+  volatile double sink = 0.0;
+  std::vector<double> probe_s;
+  for (int k = 0; k < 3; ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    sink = sink + compute_steps(probe, 0, [] {});
+    probe_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(probe_s.begin(), probe_s.end());
+  return static_cast<std::size_t>(static_cast<double>(probe) * seconds / probe_s[1]) + 1;
+}
+
 /// alltoallv on a Compressed whose schedule has alltoall (only those are instantiated).
 template <class T, class S, class Codec>
 void invoke_alltoallv(zcoll::Compressed<S, Codec>& coll, std::span<const T> in, std::span<const std::size_t> send_counts,
@@ -818,6 +900,7 @@ struct rank_numbers {
   double reference_magnitude = 0.0;  // max |reference| of a reduction
   std::size_t input_values = 0;      // this rank's input (alltoallv's size is the mean over the ranks)
   zcoll::collective_report report;   // the compressed variant's last call
+  std::vector<double> compute_s, polling_s, thread_s;  // --overlap: the loop alone, and beside the call
 };
 
 /// Combines every rank's numbers on rank 0 into the row (all ranks must call it).
@@ -844,6 +927,11 @@ coll_row combine(control_channel& control, const coll_options& o, std::size_t co
   std::array<double, 3> sums = {static_cast<double>(mine.report.raw_bytes_sent),
                                 static_cast<double>(mine.report.bytes_sent), static_cast<double>(mine.input_values)};
   control.reduce_to_root(sums, [](double a, double b) { return a + b; });
+  // --overlap: each rank's medians, the slowest rank's reported (every rank sends them, measured or not).
+  const auto median_or = [](const std::vector<double>& v) { return v.empty() ? -1.0 : median(v); };
+  std::array<double, 4> overlap = {median_or(mine.compressed_s), median_or(mine.compute_s), median_or(mine.polling_s),
+                                   median_or(mine.thread_s)};
+  control.reduce_to_root(overlap, [](double a, double b) { return std::max(a, b); });
 
   coll_row row;
   if (control.rank() != 0) return row;
@@ -886,6 +974,12 @@ coll_row combine(control_channel& control, const coll_options& o, std::size_t co
   row.decompress_s = s[9];
   row.reduce_s = s[10];
   row.ratio = sums[1] > 0 ? sums[0] / sums[1] : 1.0;
+  if (overlap[1] >= 0) {
+    row.overlap_call_us = overlap[0] * 1e6;
+    row.overlap_compute_us = overlap[1] * 1e6;
+    row.overlap_polling_us = overlap[2] * 1e6;
+    row.overlap_thread_us = overlap[3] * 1e6;
+  }
   // A reduction's result is compared with the uncompressed one, whose float additions round differently:
   // allow a few roundings of the largest result on top of the stated bound.
   const double epsilon = value_bytes == 4 ? std::numeric_limits<float>::epsilon() : std::numeric_limits<double>::epsilon();
@@ -897,14 +991,11 @@ coll_row combine(control_channel& control, const coll_options& o, std::size_t co
 /// Compression and decompression speed of the codec on one core: rank 0 times its `input` (median of
 /// `repeat`) while the other ranks wait at a barrier, so no other rank competes for the cores.
 template <class T, class Codec>
-codec_speed measure_codec_speed(control_channel& control, const zcoll::collective_config& config,
+codec_speed measure_codec_speed(control_channel& control, const zcoll::codec_config& settings,
                                 std::span<const T> input, unsigned repeat) {
   codec_speed speed;
   control.barrier();
   if (control.rank() == 0 && !input.empty()) {
-    zcoll::codec_config settings{
-        .error_bound = config.error_bound, .chunk_values = config.chunk_values, .fill_value = config.fill_value};
-    if (config.row_length > 0) settings.shape = {config.row_length};
     const Codec codec{settings};
     std::vector<std::byte> stream(codec.template max_compressed_size<T>(input.size()));
     std::vector<T> restored(input.size());
@@ -931,17 +1022,15 @@ codec_speed measure_codec_speed(control_channel& control, const zcoll::collectiv
 template <class T, class S, class Codec>
 std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_values, rank_env<T>& env) {
   const int me = env.control.rank(), p = env.control.size();
-  const zcoll::collective_config config{
-      .error_bound = o.error_bound,
-      .chunk_values = o.chunk_values,
-      .threads = o.threads,
-      .row_length = works_on_rows(o.codec) ? o.row_length : 0,
-      .pipeline_values = o.pipeline_values};
+  const std::size_t row_length = works_on_rows(o.codec) ? o.row_length : 0;
+  zcoll::codec_config settings{.error_bound = o.error_bound, .chunk_values = o.chunk_values};
+  if (row_length > 0) settings.shape = {row_length};
+  const zcoll::collective_config config{.threads = o.threads, .pipeline_values = o.pipeline_values};
   const collective_op op = o.op;
   const bool reduction = is_reduction(op);
   std::vector<coll_row> rows;
   for (const std::size_t size_bytes : o.sizes_bytes) {
-    geometry g = geometry_of(op, size_bytes, sizeof(T), p, me, o.root, config.row_length);
+    geometry g = geometry_of(op, size_bytes, sizeof(T), p, me, o.root, row_length);
     // alltoallv: the alltoall geometry (its count is the nominal one, the synthetic base's length), with
     // this rank's own input and output lengths.
     const block_pattern blocks(g.count, p);
@@ -957,7 +1046,7 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
                                                           : synthetic_values<T>(o.synthetic, g.data_values);
       base = generated;
     }
-    const rank_data<T> data(base, p, config.row_length);
+    const rank_data<T> data(base, p, row_length);
     std::vector<T> input(g.input_values), output(g.output_values), reference;
     // bcast and scatter send the root's data; every other operation sends each rank's own.
     const bool from_root = op == collective_op::bcast || op == collective_op::scatter;
@@ -1027,7 +1116,7 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
     // The uncompressed schedule first: its result is the reference of a reduction. Each Compressed lives
     // for one size only, so that its scratch is freed before the next variant.
     {
-      zcoll::Compressed<S, zcoll::Identity> plain{env.connect(), config};
+      zcoll::Compressed<S, zcoll::Identity> plain{env.connect(), zcoll::Identity{}, config};
       std::fill(output.begin(), output.end(), T(0));
       numbers.uncompressed_s = time_calls(env.control, o.repeat, prepare, [&] { call(plain); });
       if (reduction) {
@@ -1046,18 +1135,45 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       numbers.native_error = error_of(out);
     }
     {
-      zcoll::Compressed<S, Codec> packed{env.connect(), config};
+      zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, config};
       std::fill(output.begin(), output.end(), T(0));
       numbers.compressed_s = time_calls(env.control, o.repeat, prepare, [&] { call(packed); });
       numbers.compressed_error = error_of(out);
       numbers.report = packed.last_report();
+    }
+    if (o.overlap) {
+      // A compute loop as long as this rank's call alone, then the pair: the call started non-blocking,
+      // the loop, wait(). Polling: the loop calls test() every 1/256 of its steps; thread: no calls at all.
+      const std::size_t steps = steps_for(median(numbers.compressed_s));
+      volatile double sink = 0.0;
+      numbers.compute_s = time_calls(env.control, o.repeat, prepare, [&] { sink = sink + compute_steps(steps, 0, [] {}); });
+      const std::vector<std::size_t>* sends = o.variable_blocks ? &send_counts : nullptr;
+      const std::vector<std::size_t>* receives = o.variable_blocks ? &recv_counts : nullptr;
+      {
+        zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, config};
+        numbers.polling_s = time_calls(env.control, o.repeat, prepare, [&] {
+          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives);
+          sink = sink + compute_steps(steps, steps / 256 + 1, [&] { r.test(); });
+          r.wait();
+        });
+      }
+      {
+        zcoll::collective_config threaded = config;
+        threaded.progress_thread = true;
+        zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, threaded};
+        numbers.thread_s = time_calls(env.control, o.repeat, prepare, [&] {
+          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives);
+          sink = sink + compute_steps(steps, 0, [] {});
+          r.wait();
+        });
+      }
     }
     coll_row row = combine(env.control, o, g.count, sizeof(T), numbers);
     if (o.model_link) {
       // One core's codec speed on rank 0's input while the others wait: what the model assumes.
       std::optional<codec_speed> speed;
       if constexpr (!std::is_same_v<Codec, zcoll::Identity>) {
-        speed = measure_codec_speed<T, Codec>(env.control, config, in, o.repeat);
+        speed = measure_codec_speed<T, Codec>(env.control, settings, in, o.repeat);
       }
       if (me == 0) {
         if (speed) {
@@ -1221,6 +1337,20 @@ void print_table(const coll_options& o, const std::string& data, const std::stri
     }
   }
   print_model(o, native, rows);
+  if (o.overlap) {
+    fmt::print("# overlap (--overlap): the compressed call alone, a compute loop as long as it, and both together (the call\n"
+               "# started non-blocking, then the loop, then wait()): polling test() from the loop, or with the progress\n"
+               "# thread; pair / longer: 1 = full overlap, 2 = serial. Medians, the slowest rank's.\n");
+    fmt::print("# {:>12} {:>10} {:>10} {:>12} {:>8} {:>12} {:>8}\n", "size", "call ms", "loop ms", "polling ms", "/longer",
+               "thread ms", "/longer");
+    for (const auto& r : rows) {
+      const double longer = std::max(r.overlap_call_us, r.overlap_compute_us);
+      fmt::print("  {:>12} {:>10} {:>10} {:>12} {:>8} {:>12} {:>8}\n", r.size_bytes, cell(r.overlap_call_us / 1e3, "{:.2f}"),
+                 cell(r.overlap_compute_us / 1e3, "{:.2f}"), cell(r.overlap_polling_us / 1e3, "{:.2f}"),
+                 cell(r.overlap_polling_us / longer, "{:.2f}"), cell(r.overlap_thread_us / 1e3, "{:.2f}"),
+                 cell(r.overlap_thread_us / longer, "{:.2f}"));
+    }
+  }
   const bool held = std::all_of(rows.begin(), rows.end(), [](const coll_row& r) { return r.bound_held; });
   fmt::print("# compressed result within the stated bound at every size: {}\n", held ? "yes" : "NO");
 }
@@ -1368,7 +1498,8 @@ void native_call(zcoll::transport::Mpi& mpi, collective_op op, std::span<const T
 
 template <class T>
 int run_mpi_bench(const coll_options& o, std::span<const T> file_values, int argc, char** argv) {
-  boost::mpi::environment environment(argc, argv);
+  // --overlap's progress thread calls MPI beside the main thread: that needs MPI_THREAD_MULTIPLE.
+  boost::mpi::environment environment(argc, argv, o.overlap ? boost::mpi::threading::multiple : boost::mpi::threading::single);
   const boost::mpi::communicator world;
   const int me = world.rank();
   try {

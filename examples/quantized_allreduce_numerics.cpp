@@ -76,7 +76,7 @@ errors measure(int ranks, int steps) {
   std::vector<std::vector<float>> reduced(static_cast<std::size_t>(steps));
   double bound = 0.0;
   zcoll::transport::run_local(ranks, [&](zcoll::transport::Local& t) {
-    zcoll::Compressed<Schedule, Codec> coll{t, {.row_length = row_length}};
+    zcoll::Compressed<Schedule, Codec> coll{t, Codec{{.shape = {row_length}}}};
     for (int s = 0; s < steps; ++s) {
       auto data = gradient(t.rank(), s);
       coll.allreduce(std::span<float>(data), zcoll::op::sum);

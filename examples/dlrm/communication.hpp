@@ -84,10 +84,8 @@ inline std::vector<std::size_t> per_peer(std::span<const table_segment> segments
 template <zcoll::codec Forward, zcoll::codec Backward>
 class pairwise_exchange final : public embedding_exchange {
  public:
-  pairwise_exchange(zcoll::transport::AnyTransport& t, std::size_t dim, zcoll::collective_config forward_config,
-                    zcoll::collective_config backward_config)
-      : forward_(t.split(0, t.rank()), with_rows(forward_config, dim)),
-        backward_(t.split(0, t.rank()), with_rows(backward_config, dim)) {}
+  pairwise_exchange(zcoll::transport::AnyTransport& t, std::size_t dim)
+      : forward_(t.split(0, t.rank()), Forward{{.shape = {dim}}}), backward_(t.split(0, t.rank()), Backward{{.shape = {dim}}}) {}
 
   void forward(std::span<const float> in, std::span<const table_segment> send, std::span<float> out,
                std::span<const table_segment> recv, std::size_t) override {
@@ -99,10 +97,6 @@ class pairwise_exchange final : public embedding_exchange {
   }
 
  private:
-  static zcoll::collective_config with_rows(zcoll::collective_config c, std::size_t dim) {
-    c.row_length = dim;
-    return c;
-  }
   template <class Collective>
   static void move(Collective& coll, std::span<const float> in, std::span<const table_segment> send, std::span<float> out,
                    std::span<const table_segment> recv, traffic& record) {
@@ -123,7 +117,7 @@ class tablewise_exchange final : public embedding_exchange {
  public:
   tablewise_exchange(zcoll::transport::AnyTransport& t, std::size_t dim, zcoll::adapt::adaptive_config config, std::size_t tables)
       : forward_(t.split(0, t.rank()), zcoll::codec_config{.shape = {dim}}),
-        backward_(t.split(0, t.rank()), zcoll::collective_config{}),
+        backward_(t.split(0, t.rank())),
         config_(std::move(config)),
         tables_(tables) {}
 
@@ -155,8 +149,7 @@ class tablewise_exchange final : public embedding_exchange {
 template <zcoll::schedule::schedule S, zcoll::codec C>
 class compressed_allreduce final : public gradient_allreduce {
  public:
-  compressed_allreduce(zcoll::transport::AnyTransport& t, zcoll::collective_config config) : coll_(t.split(0, t.rank()), config) {}
-  /// Over a codec value with settings of its own (TopK's sparsity, say).
+  /// Over a codec value with every setting of its own (the row length of a row-wise codec, TopK's sparsity).
   compressed_allreduce(zcoll::transport::AnyTransport& t, C codec) : coll_(t.split(0, t.rank()), std::move(codec)) {}
 
   void allreduce(std::span<float> gradients) override {

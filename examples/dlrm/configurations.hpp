@@ -44,12 +44,14 @@ struct configuration {
 
 template <zcoll::codec Forward, zcoll::codec Backward>
 std::unique_ptr<embedding_exchange> pairwise(zcoll::transport::AnyTransport& t, const configuration_context& c) {
-  return std::make_unique<pairwise_exchange<Forward, Backward>>(t, c.dim, zcoll::collective_config{}, zcoll::collective_config{});
+  return std::make_unique<pairwise_exchange<Forward, Backward>>(t, c.dim);
 }
 
 template <zcoll::schedule::schedule S, zcoll::codec C>
 std::unique_ptr<gradient_allreduce> allreduce(zcoll::transport::AnyTransport& t, std::size_t row_length = 0) {
-  return std::make_unique<compressed_allreduce<S, C>>(t, zcoll::collective_config{.row_length = row_length});
+  zcoll::codec_config settings;
+  if (row_length > 0) settings.shape = {row_length};  // row-wise codecs quantize rows; the others see a sequence
+  return std::make_unique<compressed_allreduce<S, C>>(t, C{settings});
 }
 
 /// The allreduce over a codec value.

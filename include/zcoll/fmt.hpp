@@ -94,7 +94,6 @@ struct fmt::formatter<zcoll::collective_report> : zcoll::fmt_detail::text_format
       text += fmt::format(" (statistical {:.3g}, {} compressions in a chain)", r.statistical_error_bound,
                           r.compressions_in_chain);
     }
-    if (r.max_abs_error) text += fmt::format(", max error {:.3g}", *r.max_abs_error);
     return write(text, ctx);
   }
 };

@@ -1,6 +1,7 @@
 #pragma once
-/// zcoll: error-bounded lossy compression for collective communication. Umbrella header: the host codecs.
-/// (transport/mpi.hpp and the .cuh drivers are included on their own.)
+/// zcoll: error-bounded lossy compression for collective communication. Umbrella header: the host codecs,
+/// the compressed collectives with their schedules, and the in-process transport::Local. <zcoll/mpi.hpp>
+/// adds transport::Mpi (it includes <mpi.h>); the .cuh drivers are included on their own.
 
 #include "zcoll/codec/cast.hpp"
 #include "zcoll/codec/codec_config.hpp"
@@ -13,6 +14,10 @@
 #include "zcoll/codec/report.hpp"
 #include "zcoll/codec/rowwise.hpp"
 #include "zcoll/codec/topk.hpp"
+#include "zcoll/collective/collective_config.hpp"
+#include "zcoll/collective/collective_report.hpp"
+#include "zcoll/collective/compressed.hpp"
+#include "zcoll/collective/request.hpp"
 #include "zcoll/core/bit_io.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/error.hpp"
@@ -22,3 +27,5 @@
 #include "zcoll/core/fill_value.hpp"
 #include "zcoll/core/stream_header.hpp"
 #include "zcoll/core/value_range.hpp"
+#include "zcoll/schedule/schedules.hpp"
+#include "zcoll/transport/local.hpp"

@@ -47,10 +47,10 @@ TEST_CASE("MPI: Compressed allgather, Ring and RecursiveDoubling, Identity exact
     zcoll::Compressed<zcoll::Ring, zcoll::Identity> plain{world()};
     plain.allgather(std::span<const float>(mine), std::span<float>(all));
     require_within<float>(all, want, 0.0, "Identity ring allgather n=" + std::to_string(n));
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     ring.allgather(std::span<const float>(mine), std::span<float>(all));
     require_within<float>(all, want, eb, "FZLight ring allgather n=" + std::to_string(n));
-    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> rd{world(), {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> rd{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     rd.allgather(std::span<const float>(mine), std::span<float>(all));
     require_within<float>(all, want, eb, "FZLight recursive-doubling allgather n=" + std::to_string(n));
   }
@@ -71,21 +71,20 @@ TEST_CASE("MPI: Compressed allreduce and reduce_scatter within the reported boun
     require_within<float>(data, want, 0.0, "Identity ring allreduce n=" + std::to_string(n));
 
     data = contribution<float>(me, n);
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     ring.allreduce(std::span<float>(data), zcoll::op::sum);
     if (p > 1 && n > 0) REQUIRE(ring.last_report().error_bound == p * eb);
     require_within<float>(data, want, ring.last_report().error_bound, "FZLight ring allreduce n=" + std::to_string(n));
 
     data = contribution<float>(me, n);
-    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> rd{world(), {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> rd{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     rd.allreduce(std::span<float>(data), zcoll::op::sum);
     require_within<float>(data, want, rd.last_report().error_bound, "FZLight recursive-doubling allreduce n=" + std::to_string(n));
 
     // Pipelined hops (segments of 100 values) give the same bits as one stream per hop.
     const auto whole = data;
     data = contribution<float>(me, n);
-    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> piped{
-        world(), {.error_bound = zcoll::absolute(eb), .pipeline_values = 100}};
+    zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> piped{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, {.pipeline_values = 100}};
     piped.allreduce(std::span<float>(data), zcoll::op::sum);
     require_within<float>(data, whole, 0.0, "FZLight recursive-doubling allreduce in segments of 100, n=" + std::to_string(n));
   }
@@ -96,7 +95,7 @@ TEST_CASE("MPI: Compressed allreduce and reduce_scatter within the reported boun
     const auto c = contribution<float>(r, block * static_cast<std::size_t>(p));
     for (std::size_t i = 0; i < block; ++i) want[i] += c[block * static_cast<std::size_t>(me) + i];
   }
-  zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), {.error_bound = zcoll::absolute(eb)}};
+  zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
   ring.reduce_scatter(std::span<const float>(in), std::span<float>(out), zcoll::op::sum);
   require_within<float>(out, want, (p - 1) * eb, "FZLight ring reduce_scatter");
 }
@@ -105,14 +104,14 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
   const auto mpi = world();
   const int p = mpi.size(), me = mpi.rank();
   const std::size_t n = 2049;
-  zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{world(), {.error_bound = zcoll::absolute(eb)}};
+  zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
   for (int root = 0; root < p; ++root) {
     const auto root_data = contribution<float>(root + 50, n);
     auto data = me == root ? root_data : std::vector<float>(n, 0.0f);
     tree.bcast(std::span<float>(data), root);
     require_within<float>(data, root_data, me == root ? 0.0 : eb, "bcast root " + std::to_string(root));
     data = me == root ? root_data : std::vector<float>(n, 0.0f);
-    zcoll::Compressed<zcoll::ScatterAllgather, zcoll::FZLight> pieces{world(), {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::ScatterAllgather, zcoll::FZLight> pieces{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     pieces.bcast(std::span<float>(data), root);
     require_within<float>(data, root_data, me == root ? 0.0 : eb, "scatter-allgather bcast root " + std::to_string(root));
     data = me == root ? root_data : std::vector<float>(n, 0.0f);
@@ -120,7 +119,7 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
     plain_pieces.bcast(std::span<float>(data), root);
     require_within<float>(data, root_data, 0.0, "uncompressed scatter-allgather bcast root " + std::to_string(root));
     data = me == root ? root_data : std::vector<float>(n, 0.0f);
-    zcoll::Compressed<zcoll::Chain<8>, zcoll::FZLight> chain{world(), {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::Chain<8>, zcoll::FZLight> chain{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     chain.bcast(std::span<float>(data), root);
     require_within<float>(data, root_data, me == root ? 0.0 : eb, "chain bcast root " + std::to_string(root));
 
@@ -139,7 +138,7 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
     tree.gather(std::span<const float>(own), std::span<float>(gathered), root);
     if (me == root) require_within<float>(gathered, all, eb, "gather root " + std::to_string(root));
   }
-  zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{world(), {.error_bound = zcoll::absolute(eb)}};
+  zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
   const auto in = contribution<float>(me, n * static_cast<std::size_t>(p));
   std::vector<float> out(in.size());
   pairwise.alltoall(std::span<const float>(in), std::span<float>(out));
@@ -204,11 +203,11 @@ TEST_CASE("MPI: quantized allreduce, Int4 with and without error feedback, withi
       }
     }
   };
-  zcoll::Compressed<zcoll::Ring, zcoll::Int4> ring{world(), {.row_length = row}};
+  zcoll::Compressed<zcoll::Ring, zcoll::Int4> ring{world(), zcoll::Int4{{.shape = {row}}}};
   check(ring, "Int4 ring");
-  zcoll::Compressed<zcoll::Ring, zcoll::ErrorFeedback<zcoll::Int4>> feedback{world(), {.row_length = row}};
+  zcoll::Compressed<zcoll::Ring, zcoll::ErrorFeedback<zcoll::Int4>> feedback{world(), zcoll::ErrorFeedback<zcoll::Int4>{{.shape = {row}}}};
   check(feedback, "ErrorFeedback<Int4> ring");
-  zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::Int4> rd{world(), {.row_length = row}};
+  zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::Int4> rd{world(), zcoll::Int4{{.shape = {row}}}};
   check(rd, "Int4 recursive doubling");
 }
 
@@ -234,7 +233,8 @@ TEST_CASE("MPI verify mode: different counts, a damaged block, a codec that refu
   const auto mpi = world();
   const int p = mpi.size(), me = mpi.rank();
   if (p == 1) return;  // no peer to disagree with or to damage a block
-  const zcoll::collective_config config{.error_bound = zcoll::absolute(eb), .pipeline_values = 500, .verify = true};
+  const zcoll::FZLight codec{{.error_bound = zcoll::absolute(eb)}};
+  const zcoll::collective_config config{.pipeline_values = 500, .verify = true};
   const std::size_t n = static_cast<std::size_t>(p) * 600;
   std::vector<float> want(n, 0.0f);
   for (int r = 0; r < p; ++r) {
@@ -247,7 +247,7 @@ TEST_CASE("MPI verify mode: different counts, a damaged block, a codec that refu
     require_within<float>(data, want, coll.last_report().error_bound, "allreduce after a failed call");
   };
   {  // the last rank passes more values
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{world(), config};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{world(), codec, config};
     auto data = contribution<float>(me, me == p - 1 ? n + 7 : n);
     const std::string raised = zcoll_test::error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
     require_same_on_every_rank(raised, "different counts");
@@ -257,7 +257,7 @@ TEST_CASE("MPI verify mode: different counts, a damaged block, a codec that refu
   {  // rank 1 damages every block it sends while armed
     auto armed = std::make_shared<std::atomic<bool>>(true);
     zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> coll{
-        zcoll_test::Faulty<zcoll::transport::Mpi>(world(), 1, zcoll_test::retype, armed), config};
+        zcoll_test::Faulty<zcoll::transport::Mpi>(world(), 1, zcoll_test::retype, armed), codec, config};
     auto data = contribution<float>(me, n);
     const std::string raised = zcoll_test::error_of<zcoll::format_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
     require_same_on_every_rank(raised, "damaged block");
@@ -266,7 +266,7 @@ TEST_CASE("MPI verify mode: different counts, a damaged block, a codec that refu
     good_call(coll);
   }
   {  // Int8 cannot scale rank 0's row that spans -3e38 .. 3e38
-    zcoll::Compressed<zcoll::Ring, zcoll::Int8> coll{world(), {.row_length = 8, .verify = true}};
+    zcoll::Compressed<zcoll::Ring, zcoll::Int8> coll{world(), zcoll::Int8{{.shape = {8}}}, {.verify = true}};
     auto data = contribution<float>(me, n);
     if (me == 0) data[3] = -3e38f, data[4] = 3e38f;
     const std::string raised = zcoll_test::error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); });
@@ -281,8 +281,7 @@ TEST_CASE("MPI without verify: the rank that meets a damaged block ends the job,
   // MPI_Abort. Rank 1 damages every block it sends; its receivers raise and abort with status 3, and the
   // ranks waiting for them end with the job (ctest's expect_failure checks the status).
   const auto mpi = world();
-  zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> coll{
-      zcoll_test::Faulty<zcoll::transport::Mpi>(world(), 1, zcoll_test::retype), {.error_bound = zcoll::absolute(eb)}};
+  zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> coll{zcoll_test::Faulty<zcoll::transport::Mpi>(world(), 1, zcoll_test::retype), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
   auto data = contribution<float>(mpi.rank(), 3000);
   try {
     coll.allreduce(std::span<float>(data), zcoll::op::sum);
@@ -295,4 +294,103 @@ TEST_CASE("MPI without verify: the rank that meets a damaged block ends the job,
   // collective would, until the abort ends it. Without this it went on into MPI_Finalize while the
   // others aborted, and Open MPI 4.1.4's mpirun sometimes crashed or hung in that race.
   boost::mpi::communicator().barrier();
+}
+
+TEST_CASE("MPI: the program's own messages on its communicator, with the tags zcoll used to use, arrive untouched "
+          "between zcoll calls; its error handler is unchanged",
+          "[collective][mpi]") {
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);  // the program's communicator
+  // Boost.MPI's environment gives MPI_COMM_WORLD (and so the duplicate) MPI_ERRORS_RETURN; the program's
+  // choice here is MPI's default, which zcoll used to replace.
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+  MPI_Errhandler before = MPI_ERRHANDLER_NULL;
+  MPI_Comm_get_errhandler(comm, &before);
+  int p = 0, me = 0;
+  MPI_Comm_size(comm, &p);
+  MPI_Comm_rank(comm, &me);
+  const int next = (me + 1) % p, prev = (me + p - 1) % p;
+  {
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{zcoll::transport::Mpi{comm},
+                                                        zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}},
+                                                        {.pipeline_values = 1000}};
+    const std::size_t n = 3000 * static_cast<std::size_t>(p);
+    for (const int tag : {7001, 7002, 7003}) {
+      // The program posts its message before zcoll's call and receives it after: a zcoll receive on the
+      // same communicator and tag would take it.
+      std::vector<int> out(64, me * 1000 + tag), in(64, -1);
+      MPI_Request send = MPI_REQUEST_NULL;
+      MPI_Isend(out.data(), 64, MPI_INT, next, tag, comm, &send);
+      auto data = contribution<float>(me, n);
+      auto pending = coll.allreduce_async(std::span<float>(data), zcoll::op::sum);
+      std::vector<float> mine = contribution<float>(me + 5, 777), all(777 * static_cast<std::size_t>(p));
+      coll.allgather(std::span<const float>(mine), std::span<float>(all));  // completes `pending` first
+      MPI_Recv(in.data(), 64, MPI_INT, prev, tag, comm, MPI_STATUS_IGNORE);
+      MPI_Wait(&send, MPI_STATUS_IGNORE);
+      for (const int v : in) REQUIRE(v == prev * 1000 + tag);
+      pending.wait();
+      require_within<float>(data, zcoll_test::sum_of_contributions<float>(p, n), pending.report().error_bound, "allreduce");
+    }
+  }
+  MPI_Errhandler after = MPI_ERRHANDLER_NULL;
+  MPI_Comm_get_errhandler(comm, &after);
+  CHECK(after == before);
+  CHECK(after == MPI_ERRORS_ARE_FATAL);
+  MPI_Errhandler_free(&before);
+  MPI_Errhandler_free(&after);
+  MPI_Comm_free(&comm);
+}
+
+TEST_CASE("MPI: three requests outstanding, completed in reverse order; reduce at every root; out-of-place allreduce",
+          "[collective][mpi]") {
+  const auto mpi = world();
+  const int p = mpi.size(), me = mpi.rank();
+  zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}},
+                                                      {.pipeline_values = 800}};
+  const std::size_t n = 2000 * static_cast<std::size_t>(p) + 1;
+  auto a = contribution<float>(me, n), b = contribution<float>(me + 1, n), c = contribution<float>(me + 2, n);
+  auto first = coll.allreduce_async(std::span<float>(a), zcoll::op::sum);
+  auto second = coll.allreduce_async(std::span<float>(b), zcoll::op::sum);
+  auto third = coll.allreduce_async(std::span<float>(c), zcoll::op::sum);
+  third.wait();
+  second.wait();
+  first.wait();
+  const auto sum_from = [&](int offset) {
+    std::vector<float> s(n, 0.0f);
+    for (int r = 0; r < p; ++r) {
+      const auto x = contribution<float>(r + offset, n);
+      for (std::size_t i = 0; i < n; ++i) s[i] += x[i];
+    }
+    return s;
+  };
+  require_within<float>(a, sum_from(0), first.report().error_bound, "first");
+  require_within<float>(b, sum_from(1), second.report().error_bound, "second");
+  require_within<float>(c, sum_from(2), third.report().error_bound, "third");
+
+  const auto in = contribution<float>(me, n);
+  for (int root = 0; root < p; ++root) {
+    std::vector<float> out(me == root ? n : 0);
+    coll.reduce(std::span<const float>(in), std::span<float>(out), zcoll::op::sum, root);
+    if (me == root) require_within<float>(out, sum_from(0), coll.last_report().error_bound, "reduce at root " + std::to_string(root));
+  }
+  std::vector<float> out(n);
+  coll.allreduce(std::span<const float>(in), std::span<float>(out), zcoll::op::sum);
+  REQUIRE(in == contribution<float>(me, n));
+  require_within<float>(out, sum_from(0), coll.last_report().error_bound, "out of place");
+}
+
+TEST_CASE("MPI: a progress thread needs MPI_THREAD_MULTIPLE, and says so", "[collective][mpi]") {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  const auto make = [] {
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}},
+                                                        {.progress_thread = true}};
+    auto data = contribution<float>(coll.rank(), 1000);
+    coll.allreduce(std::span<float>(data), zcoll::op::sum);
+  };
+  if (level == MPI_THREAD_MULTIPLE) {
+    make();
+  } else {
+    REQUIRE_THROWS_WITH(make(), Catch::Contains("MPI_THREAD_MULTIPLE"));
+  }
 }

@@ -35,7 +35,7 @@ const std::vector<int> rank_counts = {1, 2, 3, 4, 5, 7, 8, 16};
 
 template <class Schedule, class Codec>
 zcoll::Compressed<Schedule, Codec> make(Local& t) {
-  return zcoll::Compressed<Schedule, Codec>{t, {.error_bound = zcoll::absolute(eb)}};
+  return zcoll::Compressed<Schedule, Codec>{t, Codec{{.error_bound = zcoll::absolute(eb)}}};
 }
 
 /// Runs an allgather on every rank count and checks it against the exact reference.
@@ -74,7 +74,7 @@ void check_allreduce(std::size_t n, Op op) {
         const auto c = contribution<float>(r, n);
         for (std::size_t i = 0; i < n; ++i) want[i] = op(want[i], c[i]);
       }
-      coll.allreduce(std::span<float>(data), op, std::span<const float>(want));
+      coll.allreduce(std::span<float>(data), op);
       const auto& report = coll.last_report();
       const std::string what = std::string("allreduce ") + Op::name + " " + Schedule::name + " " + Codec::name() +
                                " p=" + std::to_string(p) + " n=" + std::to_string(n) + " rank " + std::to_string(t.rank());
@@ -98,8 +98,6 @@ void check_allreduce(std::size_t n, Op op) {
           REQUIRE(report.error_bound <= report.compressions_in_chain * eb);
         }
         require_within<float>(data, want, report.error_bound, what);
-        REQUIRE(report.max_abs_error);
-        REQUIRE(*report.max_abs_error <= report.error_bound);
         REQUIRE(report.statistical_error_bound <= report.error_bound);
       }
     });
@@ -119,7 +117,7 @@ TEST_CASE("Compressed allgather: Ring and RecursiveDoubling, Identity exact, FZL
 
 TEST_CASE("Compressed allgather on 16 ranks: the error stays within eb after 15 hops", "[collective][allgather]") {
   run_local(16, [](Local& t) {
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::relative(1e-3)}};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::relative(1e-3)}}};
     std::vector<double> mine(2000), all(2000 * 16);
     for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = std::sin(0.003 * static_cast<double>(i) + t.rank()) * 50;
     coll.allgather(std::span<const double>(mine), std::span<double>(all));
@@ -163,8 +161,9 @@ TEST_CASE("PIPE-fZ-light: reduction hops sent in segments give the same bits as 
     using Codec = decltype(codec_tag);
     std::vector<std::vector<float>> results(static_cast<std::size_t>(p));
     run_local(p, [&](Local& t) {
-      zcoll::Compressed<Schedule, Codec> coll{
-          t, {.error_bound = row > 0 ? zcoll::bound{} : zcoll::absolute(eb), .row_length = row, .pipeline_values = segment}};
+      zcoll::codec_config settings{.error_bound = row > 0 ? zcoll::bound{} : zcoll::absolute(eb)};
+      if (row > 0) settings.shape = {row};
+      zcoll::Compressed<Schedule, Codec> coll{t, Codec{settings}, {.pipeline_values = segment}};
       auto data = contribution<float>(t.rank(), n);
       for (int step = 0; step < 2; ++step) {  // twice: error feedback carries per segment
         data = contribution<float>(t.rank(), n);
@@ -205,8 +204,7 @@ TEST_CASE("PIPE-fZ-light over a modelled link: segments overlap, every element w
   for (int p : {2, 3, 5}) {
     run_local(p, [&](Local& t) {
       Throttled link(t, {.latency_s = 20e-6, .bandwidth_bytes_per_s = 200e6});
-      zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> coll{
-          link, {.error_bound = zcoll::absolute(eb), .pipeline_values = 4096}};
+      zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> coll{link, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, {.pipeline_values = 4096}};
       const std::size_t n = 50'000;
       auto data = contribution<float>(t.rank(), n);
       std::vector<float> want(n, 0.0f);
@@ -214,9 +212,8 @@ TEST_CASE("PIPE-fZ-light over a modelled link: segments overlap, every element w
         const auto c = contribution<float>(r, n);
         for (std::size_t i = 0; i < n; ++i) want[i] += c[i];
       }
-      coll.allreduce(std::span<float>(data), zcoll::op::sum, std::span<const float>(want));
+      coll.allreduce(std::span<float>(data), zcoll::op::sum);
       require_within<float>(data, want, coll.last_report().error_bound, "p=" + std::to_string(p));
-      REQUIRE(*coll.last_report().max_abs_error <= coll.last_report().error_bound);
     });
   }
 }
@@ -224,7 +221,7 @@ TEST_CASE("PIPE-fZ-light over a modelled link: segments overlap, every element w
 TEST_CASE("Compressed reduce_scatter: rank b gets block b of the sum", "[collective][reduce_scatter]") {
   for (int p : rank_counts) {
     run_local(p, [&](Local& t) {
-      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
       const std::size_t block = 777;
       const auto in = contribution<float>(t.rank(), block * static_cast<std::size_t>(p));
       std::vector<float> out(block), want(block, 0.0f);
@@ -243,7 +240,7 @@ TEST_CASE("Compressed bcast, scatter and gather over BinomialTree, every root", 
   for (int p : rank_counts) {
     for (int root = 0; root < p; root += (p > 4 ? 3 : 1)) {
       run_local(p, [&](Local& t) {
-        zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+        zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
         const std::size_t n = 1001;
         const std::string where = " p=" + std::to_string(p) + " root=" + std::to_string(root);
         // bcast
@@ -292,7 +289,7 @@ void check_pieces_bcast(double root_buffers) {
                                     " root=" + std::to_string(root) + " n=" + std::to_string(n);
           const auto root_data = contribution<float>(root, n);
           auto data = t.rank() == root ? root_data : std::vector<float>(n, -1.0f);
-          zcoll::Compressed<Schedule, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+          zcoll::Compressed<Schedule, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
           coll.bcast(std::span<float>(data), root);
           require_within<float>(data, root_data, t.rank() == root ? 0.0 : eb, "bcast" + where);
           REQUIRE(coll.last_report().error_bound <= eb);
@@ -323,7 +320,7 @@ TEST_CASE("Compressed bcast over ScatterAllgather and Chain: pieces compressed o
 TEST_CASE("Compressed alltoall over Pairwise", "[collective][alltoall]") {
   for (int p : rank_counts) {
     run_local(p, [&](Local& t) {
-      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
       const std::size_t n = 513;
       const auto in = contribution<float>(t.rank(), n * static_cast<std::size_t>(p));
       std::vector<float> out(in.size(), -1.0f);
@@ -356,8 +353,7 @@ template <class Codec>
 void check_alltoallv(std::size_t min_compressed_bytes, double bound) {
   for (int p : rank_counts) {
     run_local(p, [&](Local& t) {
-      zcoll::Compressed<zcoll::Pairwise, Codec> coll{
-          t, {.error_bound = zcoll::absolute(eb), .min_compressed_bytes = min_compressed_bytes}};
+      zcoll::Compressed<zcoll::Pairwise, Codec> coll{t, Codec{{.error_bound = zcoll::absolute(eb)}}, {.min_compressed_bytes = min_compressed_bytes}};
       const int me = t.rank();
       std::vector<std::size_t> send_counts, recv_counts;
       std::vector<float> in;
@@ -404,7 +400,7 @@ TEST_CASE("Compressed alltoallv: counts that do not fit are argument errors; a b
           "is a format error",
           "[collective][alltoall]") {
   run_local(3, [&](Local& t) {
-    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     std::vector<float> in(30, 1.0f), out(30);
     const std::vector<std::size_t> ten = {10, 10, 10}, two = {15, 15}, eleven = {10, 11, 9};
     const auto call = [&](const std::vector<std::size_t>& send, const std::vector<std::size_t>& recv) {
@@ -421,8 +417,7 @@ TEST_CASE("Compressed alltoallv: counts that do not fit are argument errors; a b
   // waiting for rank 0.
   REQUIRE_THROWS_AS(run_local(3,
                               [&](Local& t) {
-                                zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{
-                                    t, {.error_bound = zcoll::absolute(eb)}};
+                                zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
                                 std::vector<float> in(30, 1.0f), out(t.rank() == 0 ? 31 : 30);
                                 const std::vector<std::size_t> send = {10, 10, 10};
                                 const auto recv = t.rank() == 0 ? std::vector<std::size_t>{10, 12, 9} : send;
@@ -434,7 +429,7 @@ TEST_CASE("Compressed alltoallv: counts that do not fit are argument errors; a b
 
 TEST_CASE("Compressed collectives reuse their scratch: many calls of changing sizes and types", "[collective]") {
   run_local(3, [](Local& t) {
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     for (std::size_t n : {5000u, 10u, 0u, 20000u, 1u}) {
       auto f = contribution<float>(t.rank(), n);
       coll.allreduce(std::span<float>(f), zcoll::op::sum);
@@ -452,8 +447,7 @@ TEST_CASE("Compressed collectives reuse their scratch: many calls of changing si
 
 TEST_CASE("Small messages skip compression and say so", "[collective][report]") {
   run_local(4, [](Local& t) {
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{
-        t, {.error_bound = zcoll::absolute(eb), .min_compressed_bytes = 4096}};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, {.min_compressed_bytes = 4096}};
     auto small = contribution<float>(t.rank(), 100);  // 400 bytes
     std::vector<float> want(100, 0.0f);
     for (int r = 0; r < 4; ++r) {
@@ -474,11 +468,11 @@ TEST_CASE("Small messages skip compression and say so", "[collective][report]") 
 
 TEST_CASE("Collective argument errors name the argument", "[collective]") {
   run_local(2, [](Local& t) {
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     std::vector<float> mine(10), all(15);
     ZCOLL_LOCKED(REQUIRE_THROWS_WITH(coll.allgather(std::span<const float>(mine), std::span<float>(all)),
                                      Catch::Contains("all holds 15 values, 20 expected")));
-    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{t, {.error_bound = zcoll::absolute(eb)}};
+    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
     ZCOLL_LOCKED(REQUIRE_THROWS_WITH(tree.bcast(std::span<float>(mine), 2), Catch::Contains("root 2 is not in [0, 2)")));
   });
 }
@@ -535,7 +529,7 @@ void check_quantized_allreduce(std::size_t rows_per_rank) {
     const std::size_t n = static_cast<std::size_t>(p) * rows_per_rank * row;
     const auto want = sum_over_ranks(p, n);
     run_local(p, [&](Local& t) {
-      zcoll::Compressed<Schedule, Codec> coll{t, {.row_length = row}};
+      zcoll::Compressed<Schedule, Codec> coll{t, Codec{{.shape = {row}}}};
       auto data = gradient(t.rank(), n);
       coll.allreduce(std::span<float>(data), zcoll::op::sum);
       const auto& report = coll.last_report();
@@ -563,7 +557,7 @@ TEST_CASE("Quantized allreduce: Int8 and Int4 over Ring and RecursiveDoubling st
 TEST_CASE("Quantized allreduce: a count that is not whole rows per rank is an argument error on every rank",
           "[collective][quantized]") {
   run_local(3, [&](Local& t) {
-    zcoll::Compressed<zcoll::Ring, zcoll::Int4> coll{t, {.row_length = 64}};
+    zcoll::Compressed<zcoll::Ring, zcoll::Int4> coll{t, zcoll::Int4{{.shape = {64}}}};
     std::vector<float> data(3 * 64 + 5, 1.0f);
     CHECK_THROWS_WITH(coll.allreduce(std::span<float>(data), zcoll::op::sum),
                       Catch::Contains("not a whole number of rows of 64"));
@@ -583,7 +577,7 @@ TEST_CASE("Error feedback per hop: over many steps the sum of the reduced result
     using Codec = decltype(codec_tag);
     std::vector<double> total(n, 0.0);
     run_local(p, [&](Local& t) {
-      zcoll::Compressed<zcoll::Ring, Codec> coll{t, {.row_length = row}};
+      zcoll::Compressed<zcoll::Ring, Codec> coll{t, Codec{{.shape = {row}}}};
       std::vector<double> mine(n, 0.0);
       for (int s = 0; s < steps; ++s) {
         auto data = gradient(t.rank(), n);
@@ -601,7 +595,7 @@ TEST_CASE("Error feedback per hop: over many steps the sum of the reduced result
   // Data movement through the same collective compresses each block once, without feedback: the same
   // bytes as the plain codec's, call after call.
   run_local(3, [&](Local& t) {
-    zcoll::Compressed<zcoll::Ring, zcoll::ErrorFeedback<zcoll::Int4>> coll{t, {.row_length = row}};
+    zcoll::Compressed<zcoll::Ring, zcoll::ErrorFeedback<zcoll::Int4>> coll{t, zcoll::ErrorFeedback<zcoll::Int4>{{.shape = {row}}}};
     const auto mine = gradient(t.rank(), 2 * row);
     for (int s = 0; s < 3; ++s) {
       std::vector<float> all(3 * 2 * row);
@@ -630,7 +624,7 @@ TEST_CASE("Compressed made from a codec value: the codec's own settings reach ev
     std::vector<std::vector<float>> by_config(p), by_value(p);
     const zcoll::FZLight codec{{.error_bound = zcoll::absolute(1e-3)}};
     run_local(p, [&](Local& t) {
-      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> from_config{t, {.error_bound = zcoll::absolute(1e-3)}};
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> from_config{t, zcoll::FZLight{{.error_bound = zcoll::absolute(1e-3)}}};
       zcoll::Compressed<zcoll::Ring, zcoll::FZLight> from_value{t, codec};
       auto a = contribution<float>(t.rank(), n);
       auto b = a;

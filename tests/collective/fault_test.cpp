@@ -72,7 +72,7 @@ TEST_CASE("Without verify: a damaged or wrongly typed block is a format_error na
   // Pairwise: every block comes straight from its owner, so whichever rank meets it first names rank 1.
   std::string raised = error_of<zcoll::format_error>([] {
     run_local(4, [](Local& t) {
-      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{Faulty(t, 1, retype), {.error_bound = zcoll::absolute(eb)}};
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{Faulty(t, 1, retype), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
       const auto in = contribution<float>(t.rank(), 3000 * 4);
       std::vector<float> out(in.size());
       coll.alltoall(std::span<const float>(in), std::span<float>(out));
@@ -82,7 +82,7 @@ TEST_CASE("Without verify: a damaged or wrongly typed block is a format_error na
   // Forwarded blocks (a ring): the receiver names the rank the bytes came from.
   raised = error_of<zcoll::format_error>([] {
     run_local(4, [](Local& t) {
-      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{Faulty(t, 1, retype), {.error_bound = zcoll::absolute(eb)}};
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{Faulty(t, 1, retype), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
       const auto mine = contribution<float>(t.rank(), 3000);
       std::vector<float> all(3000 * 4);
       coll.allgather(std::span<const float>(mine), std::span<float>(all));
@@ -95,7 +95,7 @@ TEST_CASE("Without verify: a damaged or wrongly typed block is a format_error na
   // Damage past the header may decode to wrong values or be found out; either way nothing hangs.
   CHECK_NOTHROW(error_of<zcoll::error>([&] {
     run_local(3, [&](Local& t) {
-      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{Faulty(t, 2, flip_everything), {.error_bound = zcoll::absolute(eb)}};
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{Faulty(t, 2, flip_everything), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
       auto data = contribution<float>(t.rank(), 9000);
       coll.allreduce(std::span<float>(data), zcoll::op::sum);
     });
@@ -119,7 +119,7 @@ TEST_CASE("Without verify: short blocks and hostile size words are errors naming
   };
   const auto bcast_with = [](Faulty::damage_fn damage) {
     run_local(3, [&](Local& t) {
-      zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> coll{Faulty(t, 0, damage), {.error_bound = zcoll::absolute(eb)}};
+      zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> coll{Faulty(t, 0, damage), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
       auto data = contribution<float>(t.rank(), 4000);
       coll.bcast(std::span<float>(data), 0);
     });
@@ -150,7 +150,7 @@ TEST_CASE("Without verify: ranks called with different counts fail instead of wa
   // header, rank 1 would wait for a third segment.
   const std::string raised = error_of<zcoll::error>([] {
     run_local(2, [](Local& t) {
-      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb), .pipeline_values = 1000}};
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, {.pipeline_values = 1000}};
       auto data = contribution<float>(t.rank(), t.rank() == 0 ? 4000 : 6000);
       coll.allreduce(std::span<float>(data), zcoll::op::sum);
     });
@@ -160,7 +160,7 @@ TEST_CASE("Without verify: ranks called with different counts fail instead of wa
   // Data movement: the block lengths differ.
   CHECK_FALSE(error_of<zcoll::error>([] {
                 run_local(3, [](Local& t) {
-                  zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb)}};
+                  zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
                   const auto mine = contribution<float>(t.rank(), t.rank() == 2 ? 500 : 400);
                   std::vector<float> all(mine.size() * 3);
                   coll.allgather(std::span<const float>(mine), std::span<float>(all));
@@ -173,10 +173,10 @@ TEST_CASE("Verify mode: ranks called with different counts or roots all raise th
           "[collective][fault][verify]") {
   raised_by_ranks counts, roots;
   run_local(3, [&](Local& t) {
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::absolute(eb), .pipeline_values = 1000, .verify = true}};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, {.pipeline_values = 1000, .verify = true}};
     auto data = contribution<float>(t.rank(), t.rank() == 2 ? 6000 : 4500);
     counts.add(error_of<zcoll::argument_error>([&] { coll.allreduce(std::span<float>(data), zcoll::op::sum); }));
-    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{t, {.error_bound = zcoll::absolute(eb), .verify = true}};
+    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, {.verify = true}};
     roots.add(error_of<zcoll::argument_error>([&] { tree.bcast(std::span<float>(data).first(300), t.rank() == 1 ? 5 : 0); }));
     // Then a good call on both.
     auto good = contribution<float>(t.rank(), 4500);
@@ -206,7 +206,7 @@ TEST_CASE("A rank whose codec refuses its values in the middle of a reduction: w
     raised_by_ranks raised;
     const std::string escaped = error_of<zcoll::argument_error>([&] {
       run_local(4, [&](Local& t) {
-        zcoll::Compressed<zcoll::Ring, zcoll::Int8> coll{t, {.row_length = 16, .verify = verify}};
+        zcoll::Compressed<zcoll::Ring, zcoll::Int8> coll{t, zcoll::Int8{{.shape = {16}}}, {.verify = verify}};
         auto data = values(t.rank(), 4 * 16 * 20);
         if (!verify) {  // rank 2's error escapes its thread, and run_local ends the others (an MPI job would)
           coll.allreduce(std::span<float>(data), zcoll::op::sum);
@@ -239,7 +239,7 @@ using call = std::function<void(Faulty)>;
 
 template <class S>
 zcoll::Compressed<S, zcoll::FZLight> verified(Faulty t) {
-  return zcoll::Compressed<S, zcoll::FZLight>{std::move(t), {.error_bound = zcoll::absolute(eb), .pipeline_values = 700, .verify = true}};
+  return zcoll::Compressed<S, zcoll::FZLight>{std::move(t), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, {.pipeline_values = 700, .verify = true}};
 }
 
 const std::vector<std::pair<std::string, call>>& every_operation() {
@@ -332,12 +332,13 @@ TEST_CASE("Verify mode: damaged size words and hop headers, alltoallv counts tha
   };
   raised_by_ranks sizes, bounds, counts, rows;
   run_local(4, [&](Local& t) {
-    const zcoll::collective_config verify{.error_bound = zcoll::absolute(eb), .pipeline_values = 700, .verify = true};
+    const zcoll::FZLight codec{{.error_bound = zcoll::absolute(eb)}};
+    const zcoll::collective_config verify{.pipeline_values = 700, .verify = true};
     auto armed = std::make_shared<std::atomic<bool>>(true);
-    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{Faulty(t, 0, huge_size_word, armed), verify};
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{Faulty(t, 2, nan_bound, armed), verify};
-    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{t, verify};
-    zcoll::Compressed<zcoll::Ring, zcoll::Int8> rowwise{t, {.row_length = 16, .verify = true}};
+    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{Faulty(t, 0, huge_size_word, armed), codec, verify};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{Faulty(t, 2, nan_bound, armed), codec, verify};
+    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{t, codec, verify};
+    zcoll::Compressed<zcoll::Ring, zcoll::Int8> rowwise{t, zcoll::Int8{{.shape = {16}}}, {.verify = true}};
     auto data = contribution<float>(t.rank(), 4000);
     sizes.add(error_of<zcoll::format_error>([&] { tree.bcast(std::span<float>(data), 0); }));
     bounds.add(error_of<zcoll::format_error>([&] { ring.allreduce(std::span<float>(data), zcoll::op::sum); }));

@@ -94,7 +94,9 @@ void check(std::span<const T> got, std::span<const double> want, double bound, d
 
 template <class S, class C>
 zcoll::Compressed<S, C> make(Local& t, std::size_t row_length = 0) {
-  return zcoll::Compressed<S, C>{t, {.error_bound = zcoll::absolute(eb), .row_length = row_length}};
+  zcoll::codec_config settings{.error_bound = zcoll::absolute(eb)};
+  if (row_length > 0) settings.shape = {row_length};  // a row-wise codec's rows
+  return zcoll::Compressed<S, C>{t, C{settings}};
 }
 
 template <class T>

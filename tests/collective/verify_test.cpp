@@ -5,22 +5,52 @@
 #include <string>
 #include <vector>
 
+#include "zcoll/collective/detail/agreement.hpp"
 #include "zcoll/collective/verify.hpp"
 
 namespace v = zcoll::verify;
 
 TEST_CASE("first_mismatch names the first rank and field that differ from rank 0's", "[collective][verify]") {
-  v::call_signature base{.operation = v::name_code("allreduce"), .value_bytes = 4, .count = 100};
-  std::vector<v::call_signature> all(4, base);
-  CHECK_FALSE(v::first_mismatch(all));
-  all[3].root = 2;
-  all[2].count = 99;
-  CHECK(*v::first_mismatch(all) == "rank 2 passed count 99 where rank 0 passed 100");
-  all[2] = base;
-  all[1].bound_bits = std::bit_cast<std::uint64_t>(0.5);
-  CHECK(*v::first_mismatch(all) == "rank 1 passed error bound 0.5 where rank 0 passed 0");
-  CHECK_FALSE(v::first_mismatch(std::vector<v::call_signature>{}));
+  const auto signature = [](std::size_t count, int root, double bound) {
+    v::signature_builder b;
+    b.add("operation", v::name_code("allreduce"));
+    b.add("count", count);
+    b.add("root", root);
+    b.add("error bound", bound);
+    return b;
+  };
+  const v::signature_builder base = signature(100, 0, 0.0);
+  std::vector<v::call_signature> all(4, base.signature());
+  CHECK_FALSE(base.first_mismatch(all));
+  all[3] = signature(100, 2, 0.0).signature();
+  all[2] = signature(99, 0, 0.0).signature();
+  CHECK(*base.first_mismatch(all) == "rank 2 passed count 99 where rank 0 passed 100");
+  all[2] = base.signature();
+  all[1] = signature(100, 0, 0.5).signature();
+  CHECK(*base.first_mismatch(all) == "rank 1 passed error bound 0.5 where rank 0 passed 0");
+  CHECK_FALSE(base.first_mismatch(std::vector<v::call_signature>{}));
   CHECK(v::name_code("sum") != v::name_code("max"));
+}
+
+TEST_CASE("The call signature is derived from the codec's and the collective's settings: each one is compared",
+          "[collective][verify]") {
+  const zcoll::detail::call_description call{"allreduce", 4, 1000, 0, "sum"};
+  const zcoll::codec_config codec{.error_bound = zcoll::absolute(1e-3), .chunk_values = 4096};
+  const zcoll::collective_config config{.pipeline_values = 1000};
+  const auto mine = zcoll::detail::signature_of(call, "fzlight", codec, config);
+  const auto differs = [&](const zcoll::codec_config& c, const zcoll::collective_config& k, const char* codec_name = "fzlight") {
+    const std::vector<v::call_signature> all{mine.signature(), zcoll::detail::signature_of(call, codec_name, c, k).signature()};
+    return mine.first_mismatch(all).value_or("");
+  };
+  CHECK(differs(codec, config).empty());
+  CHECK(differs(codec, {.pipeline_values = 2000}) == "rank 1 passed pipeline_values 2000 where rank 0 passed 1000");
+  CHECK(differs(codec, {.pipeline_values = 1000, .verify = true}) == "rank 1 passed verify 1 where rank 0 passed 0");
+  CHECK(differs(codec, {.threads = 2, .pipeline_values = 1000}) == "rank 1 passed threads 2 where rank 0 passed 1");
+  CHECK(differs({.error_bound = zcoll::absolute(2e-3), .chunk_values = 4096}, config) ==
+        "rank 1 passed error bound 0.002 where rank 0 passed 0.001");
+  CHECK(differs({.error_bound = zcoll::absolute(1e-3), .chunk_values = 4096, .shape = {64}}, config) ==
+        "rank 1 passed shape rank 1 where rank 0 passed 0");
+  CHECK(differs(codec, config, "highratio").rfind("rank 1 passed codec ", 0) == 0);
 }
 
 TEST_CASE("first_fault: arguments before damaged blocks before failed messages; then a clean sender; then the "

@@ -153,9 +153,9 @@ TEST_CASE("Collectives: per-rank counts whose product or sum wraps are argument 
           "[collective][checked_size]") {
   using zcoll::transport::Local;
   zcoll::transport::run_local(3, [](Local& t) {
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{t, {.error_bound = zcoll::absolute(1e-3)}};
-    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{t, {.error_bound = zcoll::absolute(1e-3)}};
-    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{t, {.error_bound = zcoll::absolute(1e-3)}};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{t, zcoll::FZLight{{.error_bound = zcoll::absolute(1e-3)}}};
+    zcoll::Compressed<zcoll::BinomialTree, zcoll::FZLight> tree{t, zcoll::FZLight{{.error_bound = zcoll::absolute(1e-3)}}};
+    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{t, zcoll::FZLight{{.error_bound = zcoll::absolute(1e-3)}}};
     std::vector<float> small(8);
     // The error each call raises (never wrap a collective in a locked assertion: the lock would be held
     // while the other ranks need it).

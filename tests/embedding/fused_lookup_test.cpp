@@ -179,7 +179,7 @@ TEST_CASE("FusedLookup: compressed rows stay within the bound of the exact ones"
   const auto specs = test_specs();
   const auto batches = make_batches(ranks, specs, 7);
   reference_model reference{specs, {}};
-  const auto run = run_lookup<zcoll::FZLight>(ranks, batches, {.embeddings = {.error_bound = zcoll::absolute(eb)}});
+  const auto run = run_lookup<zcoll::FZLight>(ranks, batches, {.codec = {.error_bound = zcoll::absolute(eb)}});
   for (std::size_t r = 0; r < batches.size(); ++r) {
     const auto expected = reference.forward(batches[r]);
     REQUIRE(run.first[r].size() == expected.size());

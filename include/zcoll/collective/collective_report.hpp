@@ -2,7 +2,6 @@
 /// What one collective call did on one rank: bytes, time split, and the error bound that holds.
 
 #include <cstddef>
-#include <optional>
 #include <string>
 
 namespace zcoll {
@@ -35,8 +34,6 @@ struct collective_report {
   /// within (2/3)·sqrt(k)·eb with probability 95.44 %. Equal to error_bound for data movement.
   double statistical_error_bound = 0;
   int compressions_in_chain = 0;
-  /// max |result - reference| when the caller passed a reference, else empty.
-  std::optional<double> max_abs_error;
 };
 
 }  // namespace zcoll

@@ -4,7 +4,7 @@
 /// raise the same error.
 ///
 ///     std::vector<zcoll::verify::call_signature> all = ...;        // one per rank, exchanged exactly
-///     if (auto why = zcoll::verify::first_mismatch(all)) throw zcoll::argument_error(*why);
+///     if (auto why = builder.first_mismatch(all)) throw zcoll::argument_error(*why);
 ///     std::vector<zcoll::verify::fault_record> faults = ...;       // likewise
 ///     if (const auto* f = zcoll::verify::first_fault(faults)) zcoll::verify::raise(*f, "allreduce");
 
@@ -32,54 +32,74 @@ constexpr std::uint64_t name_code(std::string_view name) {
   return h;
 }
 
-/// What a rank called a collective with: every field must be equal on every rank.
+/// The most words a call signature holds.
+inline constexpr std::size_t max_signature_fields = 32;
+
+/// What a rank called a collective with, as words that must be equal on every rank: this is what
+/// travels. What each word is (its name, and whether it is a double's bits) is the same on every rank,
+/// made by the same code (signature_builder), so it stays local.
 struct call_signature {
-  std::uint64_t operation = 0;    ///< name_code of the operation
-  std::uint64_t value_bytes = 0;  ///< sizeof(T)
-  std::uint64_t count = 0;        ///< the values per rank the operation's contract makes equal
-  std::uint64_t root = 0;         ///< the root of a rooted operation, else 0
-  std::uint64_t reduction = 0;    ///< name_code of the reduction, 0 for data movement
-  std::uint64_t bound_mode = 0;
-  std::uint64_t bound_bits = 0;   ///< the error bound's value, as bits
-  std::uint64_t chunk_values = 0;
-  std::uint64_t min_compressed_bytes = 0;
-  std::uint64_t row_length = 0;
-  std::uint64_t pipeline_values = 0;
+  std::array<std::uint64_t, max_signature_fields> words{};
 };
 static_assert(std::is_trivially_copyable_v<call_signature>);
 
-/// The name of each field of call_signature, in its order, for the message.
-inline constexpr const char* signature_fields[] = {
-    "operation", "value type size", "count", "root", "reduction", "error bound mode", "error bound",
-    "chunk_values", "min_compressed_bytes", "row_length", "pipeline_values"};
-static_assert(sizeof(call_signature) == sizeof(std::uint64_t) * std::size(signature_fields));
-
-/// "rank R passed FIELD A where rank 0 passed B" for the first rank whose signature differs from rank
-/// 0's, or nothing when all agree.
-inline std::optional<std::string> first_mismatch(std::span<const call_signature> all) {
-  if (all.empty()) return std::nullopt;
-  const auto fields = [](const call_signature& s) {
-    std::uint64_t f[std::size(signature_fields)];
-    std::memcpy(f, &s, sizeof s);
-    return std::to_array(f);
-  };
-  const auto first = fields(all[0]);
-  for (std::size_t r = 1; r < all.size(); ++r) {
-    const auto mine = fields(all[r]);
-    for (std::size_t k = 0; k < mine.size(); ++k) {
-      if (mine[k] == first[k]) continue;
-      const auto value = [&](std::uint64_t v) {
-        if (k != 6) return std::to_string(v);
-        char text[32];  // the bound as a number, every digit
-        std::snprintf(text, sizeof text, "%.17g", std::bit_cast<double>(v));
-        return std::string(text);
-      };
-      return "rank " + std::to_string(r) + " passed " + signature_fields[k] + " " + value(mine[k]) + " where rank 0 passed " +
-             value(first[k]);
-    }
+/// Builds a call signature field by field, and says which field of which rank differs.
+///
+///     verify::signature_builder b;
+///     b.add("operation", verify::name_code("allreduce"));
+///     config.for_each_setting([&](const char* name, auto value) { b.add(name, value); });
+///     if (auto why = b.first_mismatch(all)) throw zcoll::argument_error(*why);
+class signature_builder {
+ public:
+  /// An integer, bool or enum field.
+  template <class V>
+    requires(std::is_integral_v<V> || std::is_enum_v<V>)
+  void add(const char* name, V value) {
+    push(name, static_cast<std::uint64_t>(value), false);
   }
-  return std::nullopt;
-}
+  /// A floating-point field, compared bit for bit and printed with every digit.
+  void add(const char* name, double value) { push(name, std::bit_cast<std::uint64_t>(value), true); }
+
+  const call_signature& signature() const { return signature_; }
+  std::size_t size() const { return count_; }
+
+  /// "rank R passed FIELD A where rank 0 passed B" for the first rank whose signature differs from rank
+  /// 0's, or nothing when all agree.
+  std::optional<std::string> first_mismatch(std::span<const call_signature> all) const {
+    if (all.empty()) return std::nullopt;
+    const auto& first = all[0].words;
+    for (std::size_t r = 1; r < all.size(); ++r) {
+      const auto& mine = all[r].words;
+      for (std::size_t k = 0; k < count_; ++k) {
+        if (mine[k] == first[k]) continue;
+        const auto value = [&](std::uint64_t v) {
+          if (!real_[k]) return std::to_string(v);
+          char text[32];  // the number, every digit
+          std::snprintf(text, sizeof text, "%.17g", std::bit_cast<double>(v));
+          return std::string(text);
+        };
+        return "rank " + std::to_string(r) + " passed " + names_[k] + " " + value(mine[k]) + " where rank 0 passed " +
+               value(first[k]);
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  void push(const char* name, std::uint64_t word, bool real) {
+    if (count_ == max_signature_fields) {
+      throw argument_error("verify: a call signature holds at most " + std::to_string(max_signature_fields) + " fields");
+    }
+    names_[count_] = name;
+    real_[count_] = real;
+    signature_.words[count_++] = word;
+  }
+
+  call_signature signature_;
+  std::array<const char*, max_signature_fields> names_{};
+  std::array<bool, max_signature_fields> real_{};
+  std::size_t count_ = 0;
+};
 
 /// The kinds of error a rank may hold until the ranks agree, in the order they are reported: a rank's
 /// own arguments or values first (the cause), then damaged blocks, then failed messages (often effects).

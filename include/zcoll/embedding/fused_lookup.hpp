@@ -2,7 +2,7 @@
 /// FusedLookup: FusedRec's fused embedding lookup (Huang et al., AAAI 2026, §3 and Algorithm 1) over any
 /// transport, with the embedding all-to-all optionally compressed by any codec.
 ///
-///     zcoll::embedding::FusedLookup<zcoll::FZLight> lookup{t, specs, {.embeddings = {.error_bound = zcoll::absolute(1e-3)}}};
+///     zcoll::embedding::FusedLookup<zcoll::FZLight> lookup{t, specs, {.codec = {.error_bound = zcoll::absolute(1e-3)}}};
 ///     auto plan = lookup.plan({ids, offsets});     // once per batch: dedup, routing, the key all-to-all
 ///     lookup.forward(plan, rows);                  // rows: every token's row, category after category
 ///     ...                                          // the model computes the rows' gradients
@@ -69,9 +69,11 @@ struct sparse_batch {
 };
 
 struct lookup_config {
-  /// How the rows and their gradients travel. row_length is set to each group's dimension (rows travel
-  /// whole: row-wise codecs quantize them, EmbeddingLZ matches them).
-  collective_config embeddings = {};
+  /// The codec of the rows and their gradients: its shape is set to {each group's dimension} (rows
+  /// travel whole: row-wise codecs quantize them, EmbeddingLZ matches them).
+  codec_config codec = {};
+  /// How the row all-to-alls run (threads, verify mode, ...).
+  collective_config collective = {};
   bool fuse = true;  ///< false: one group per category (the per-category baseline)
   /// The most keys a peer may announce for one group: a damaged count cannot make a rank allocate more.
   std::size_t max_keys_from_peer = std::size_t{1} << 30;
@@ -119,9 +121,10 @@ class FusedLookup {
       : keys_(std::move(transport)), shard_(specs), config_(config), id_(next_id()) {
     groups_ = config.fuse ? group_by_spec(specs) : one_group_per_category(specs);
     for (const auto& g : groups_) {
-      collective_config c = config.embeddings;
-      c.row_length = specs[g.front()].dim;
-      values_.emplace_back(Compressed<Pairwise, Codec>(keys_.split(0, keys_.rank()), c), c.row_length);
+      codec_config c = config.codec;
+      const std::size_t dim = specs[g.front()].dim;
+      c.shape = {dim};
+      values_.emplace_back(Compressed<Pairwise, Codec>(keys_.split(0, keys_.rank()), Codec{std::move(c)}, config.collective), dim);
     }
   }
 

@@ -2,7 +2,7 @@
 /// transport::Local: N ranks as threads of one process, exchanging byte messages through mailboxes.
 ///
 ///     zcoll::transport::run_local(7, [](zcoll::transport::Local& t) {
-///       zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, {.error_bound = zcoll::relative(1e-4)}};
+///       zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::relative(1e-4)}}};
 ///       coll.allreduce(std::span<float>(grad), zcoll::op::sum);
 ///     });
 ///

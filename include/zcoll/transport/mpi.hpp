@@ -1,10 +1,11 @@
 #pragma once
-/// transport::Mpi: the byte transport over a Boost.MPI communicator, and MPI's own collectives as the
-/// baselines the benchmark measures zcoll against. The only file of zcoll that includes Boost.MPI and
-/// <mpi.h>; link zcoll::mpi to use it.
+/// transport::Mpi: the byte transport over a communicator of its own (a duplicate of the MPI_Comm or
+/// boost::mpi::communicator it is given), and MPI's own collectives as the baselines the benchmark
+/// measures zcoll against. The only file of zcoll that includes Boost.MPI and <mpi.h>; link zcoll::mpi to
+/// use it (or include <zcoll/mpi.hpp>).
 ///
-///     boost::mpi::environment env(argc, argv);
-///     zcoll::transport::Mpi world{boost::mpi::communicator{}};
+///     MPI_Init(&argc, &argv);                                 // or a boost::mpi::environment
+///     zcoll::transport::Mpi world{MPI_COMM_WORLD};
 ///     auto request = world.isend_async((world.rank() + 1) % world.size(), 0, std::as_bytes(std::span(data)));
 ///     world.wait(request);
 
@@ -39,15 +40,21 @@ struct mpi_config {
   std::size_t max_part_bytes = INT_MAX;
 };
 
-/// A byte transport on a Boost.MPI communicator: raw bytes as MPI_BYTE with MPI_Isend/MPI_Irecv on
-/// the communicator's MPI_Comm (never Boost serialization), plus MPI's collectives for baselines.
+/// A byte transport on a duplicate of the caller's communicator: raw bytes as MPI_BYTE with
+/// MPI_Isend/MPI_Irecv (never Boost serialization), plus MPI's collectives for baselines.
 ///
-/// Construction sets MPI_ERRORS_RETURN on the communicator, so that MPI errors become transport_error
-/// carrying MPI_Error_string's text instead of aborting the job. One Mpi (or a copy, which shares the
-/// communicator) must not post or complete requests from several threads at once: a message of several
-/// parts is posted as consecutive MPI calls and relies on MPI's per-(peer, tag) ordering.
+/// Construction is collective over the communicator (MPI_Comm_dup): every rank constructs its Mpi in
+/// the same order. Every message travels on the duplicate, so no tag of the program's own messages on
+/// its communicator can match one of zcoll's, and MPI_ERRORS_RETURN is set on the duplicate only (MPI
+/// errors become transport_error carrying MPI_Error_string's text; the caller's communicator keeps its
+/// error handler). Copies share the duplicate, which is freed with the last of them.
 ///
-///     zcoll::transport::Mpi mpi{boost::mpi::communicator{}, {.max_part_bytes = 1 << 20}};
+/// Thread level (MPI_Query_thread): any, as long as one thread at a time uses an Mpi and its copies — a
+/// message of several parts is posted as consecutive MPI calls and relies on MPI's per-(peer, tag)
+/// ordering. collective_config::progress_thread makes MPI calls from a thread of its own beside the
+/// program's, and needs MPI_THREAD_MULTIPLE (thread_multiple(); Compressed checks it).
+///
+///     zcoll::transport::Mpi mpi{MPI_COMM_WORLD, {.max_part_bytes = 1 << 20}};
 ///     std::vector<std::byte> in(n);
 ///     auto r = mpi.irecv_async(peer, tag, in);   // exactly n bytes, or wait() raises transport_error
 ///     mpi.wait(r);
@@ -120,19 +127,40 @@ class Mpi {
     bool pending_ = false;
   };
 
-  /// Wraps `comm` (shared, as boost::mpi::communicator copies are). Needs MPI initialized (a
-  /// boost::mpi::environment alive) and a valid communicator; sets MPI_ERRORS_RETURN on it.
-  explicit Mpi(boost::mpi::communicator comm, mpi_config config = {})
-      : comm_(std::move(comm)), max_part_bytes_(config.max_part_bytes) {
+  /// A duplicate of `comm` (MPI_Comm_dup: collective over it). Needs MPI initialized (MPI_Init, or a
+  /// boost::mpi::environment alive) and a valid intracommunicator.
+  explicit Mpi(MPI_Comm comm, mpi_config config = {}) : Mpi(adopt, duplicate(comm), config) {}
+  explicit Mpi(const boost::mpi::communicator& comm, mpi_config config = {})
+      : Mpi(adopt, duplicate(comm ? static_cast<MPI_Comm>(comm) : MPI_COMM_NULL), config) {}
+
+  /// Whether MPI runs at MPI_THREAD_MULTIPLE (MPI_Query_thread), which a progress thread needs.
+  bool thread_multiple() const { return thread_level_ == MPI_THREAD_MULTIPLE; }
+
+ private:
+  struct adopt_t {};
+  static constexpr adopt_t adopt{};
+
+  static MPI_Comm duplicate(MPI_Comm comm) {
     int initialized = 0;
     MPI_Initialized(&initialized);
-    if (!initialized) throw argument_error("transport::Mpi: MPI is not initialized; create a boost::mpi::environment first");
-    if (!comm_) throw argument_error("transport::Mpi: the communicator is null, expected a valid communicator");
+    if (!initialized) throw argument_error("transport::Mpi: MPI is not initialized; call MPI_Init (or create a boost::mpi::environment) first");
+    if (comm == MPI_COMM_NULL) throw argument_error("transport::Mpi: the communicator is MPI_COMM_NULL, expected a valid communicator");
+    MPI_Comm dup = MPI_COMM_NULL;
+    // Under the caller's own error handler: a failure here is reported (or fatal) as its other calls are.
+    const int code = MPI_Comm_dup(comm, &dup);
+    if (code != MPI_SUCCESS) throw transport_error("transport::Mpi: MPI_Comm_dup failed: " + error_text(code));
+    return dup;
+  }
+
+  /// Takes ownership of `owned` (freed with the last copy).
+  Mpi(adopt_t, MPI_Comm owned, mpi_config config)
+      : comm_(owned, boost::mpi::comm_take_ownership), max_part_bytes_(config.max_part_bytes) {
     if (max_part_bytes_ < 1 || max_part_bytes_ > static_cast<std::size_t>(INT_MAX)) {
       throw argument_error("transport::Mpi: max_part_bytes " + std::to_string(max_part_bytes_) + " is outside [1, " +
                            std::to_string(INT_MAX) + "]");
     }
-    handle_ = static_cast<MPI_Comm>(comm_);
+    handle_ = owned;
+    check(MPI_Query_thread(&thread_level_), "transport::Mpi", "MPI_Query_thread");
     check(MPI_Comm_set_errhandler(handle_, MPI_ERRORS_RETURN), "transport::Mpi", "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(handle_, &rank_), "transport::Mpi", "MPI_Comm_rank");
     check(MPI_Comm_size(handle_, &size_), "transport::Mpi", "MPI_Comm_size");
@@ -144,6 +172,8 @@ class Mpi {
     scratch_.resize(4 * static_cast<std::size_t>(size_));
   }
 
+ public:
+
   /// This rank, in [0, size()).
   int rank() const { return rank_; }
   /// The number of ranks of the group.
@@ -152,7 +182,7 @@ class Mpi {
   int tag_upper_bound() const { return tag_ub_; }
   /// The largest piece one MPI call moves (mpi_config::max_part_bytes).
   std::size_t max_part_bytes() const { return max_part_bytes_; }
-  /// The wrapped communicator.
+  /// zcoll's duplicate of the communicator it was given.
   const boost::mpi::communicator& communicator() const { return comm_; }
   /// Its MPI_Comm, for calls zcoll does not wrap.
   MPI_Comm native_handle() const { return handle_; }
@@ -192,7 +222,7 @@ class Mpi {
     if (color < 0) throw argument_error("split: color " + std::to_string(color) + " is negative, expected ≥ 0");
     MPI_Comm sub = MPI_COMM_NULL;
     check(MPI_Comm_split(handle_, color, key, &sub), "split", "MPI_Comm_split");
-    return Mpi(boost::mpi::communicator(sub, boost::mpi::comm_take_ownership), {.max_part_bytes = max_part_bytes_});
+    return Mpi(adopt, sub, {.max_part_bytes = max_part_bytes_});
   }
 
   /// This rank failed: ends every rank of the job (MPI_Abort). MPI cannot make another rank's wait fail
@@ -677,6 +707,7 @@ class Mpi {
   int rank_ = 0;
   int size_ = 0;
   int tag_ub_ = 32767;
+  int thread_level_ = MPI_THREAD_SINGLE;
   std::vector<int> scratch_;  // alltoallv's int counts and displacements, sized once
 };
 
