@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "zcoll/codec/compress.hpp"
@@ -124,4 +125,67 @@ TEST_CASE("compress_batch packs streams one after another, as the CUDA driver do
                                               std::span<float>(back), std::span<const std::size_t>(counts)),
                       Contains("decompress_batch: stream 3: "));
   }
+}
+
+namespace {
+
+/// 16-bit inputs of every kind: smooth values, ±largest finite, ±Inf, NaN, subnormals, zeros; `n` values.
+template <class H>
+std::vector<H> adversarial_halves(std::size_t n) {
+  std::vector<H> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = H(static_cast<float>(std::sin(0.05 * static_cast<double>(i)) * 3.0));
+  const float largest = static_cast<float>(H::from_bits(static_cast<std::uint16_t>(H::format::max_finite_code)));
+  const float specials[] = {largest, -largest, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), static_cast<float>(H::from_bits(1)),
+                            -static_cast<float>(H::from_bits(3)), 0.0f, -0.0f};
+  for (std::size_t k = 0; k < std::size(specials) && k * 37 < n; ++k) v[k * 37] = H(specials[k]);
+  return v;
+}
+
+template <class H, class Codec>
+void check_half_round_trip(const Codec& codec, std::size_t n) {
+  INFO(Codec::name() << (std::is_same_v<H, zcoll::bfloat16> ? " bf16" : " f16") << " n=" << n);
+  const auto in = adversarial_halves<H>(n);
+  std::vector<std::byte> out(codec.template max_compressed_size<float>(n));
+  const auto written = zcoll::compress(zcoll::exec::Host{.threads = 2}, codec, in, std::span<std::byte>(out));
+  // The stream is the float stream of the same values.
+  std::vector<float> wide(n);
+  zcoll::widen<H>(in, wide);
+  REQUIRE(std::vector<std::byte>(written.begin(), written.end()) == zcoll::compress(codec, wide));
+  std::vector<H> back(n);
+  const double rounding = zcoll::decompress(zcoll::exec::Host{}, codec, written, back);
+  const double stated = zcoll::read_stream_header(written).error_bound + rounding;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = static_cast<float>(in[i]), y = static_cast<float>(back[i]);
+    if (std::isnan(x)) {
+      REQUIRE(std::isnan(y));
+    } else if (std::isinf(x)) {
+      REQUIRE(y == x);
+    } else if (!(std::abs(x - y) <= stated)) {
+      FAIL("element " << i << ": " << y << " for " << x << ", stated bound " << stated);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("16-bit values: compressed as their floats, decompressed within the stated bound plus the final rounding",
+          "[codec][compress][half]") {
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{33}, std::size_t{4099}}) {
+    const zcoll::FZLight fz{{.error_bound = zcoll::absolute(1e-2)}};
+    check_half_round_trip<zcoll::bfloat16>(fz, n);
+    check_half_round_trip<zcoll::float16>(fz, n);
+    const zcoll::HighRatio<1> high{{.error_bound = zcoll::relative(1e-3)}};
+    check_half_round_trip<zcoll::bfloat16>(high, n);
+    check_half_round_trip<zcoll::float16>(high, n);
+    check_half_round_trip<zcoll::float16>(zcoll::Identity{}, n);
+  }
+  // A decoded value that rounds past the type's largest finite value: 65504 on the grid of 2 x 64 decodes
+  // to 65536, which is +Inf in f16; the returned rounding says so.
+  const zcoll::FZLight coarse{{.error_bound = zcoll::absolute(64.0)}};
+  const auto stream = zcoll::compress(coarse, std::vector<float>(64, 65504.0f));
+  std::vector<zcoll::float16> back(64);
+  const double rounding = zcoll::decompress(zcoll::exec::Host{}, coarse, stream, back);
+  REQUIRE(std::isinf(static_cast<float>(back[0])));
+  CHECK(rounding == std::numeric_limits<double>::infinity());
 }

@@ -25,6 +25,7 @@
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
+#include "zcoll/core/half_value.hpp"
 #include "zcoll/core/value_type.hpp"
 
 namespace zcoll {
@@ -58,6 +59,40 @@ std::span<std::byte> compress(const exec::Host& exec, const C& codec, state_of<C
 template <codec C, floating_range R>
 void decompress(const exec::Host& exec, const C& codec, std::span<const std::byte> in, R&& out) {
   codec.decompress(exec, in, std::forward<R>(out));
+}
+
+template <class R>
+concept half_range = std::ranges::contiguous_range<R> && half_value<std::ranges::range_value_t<R>>;
+
+/// 16-bit values (zcoll::float16, zcoll::bfloat16): compressed as the floats they are exactly, into an f32
+/// stream at the codec's bound (size `out` with codec.max_compressed_size<float>(in.size())); with the
+/// caller's state as above.
+template <codec C, half_range R>
+std::span<std::byte> compress(const exec::Host& exec, const C& codec, state_of<C>& state, const R& in,
+                              std::span<std::byte> out) {
+  using H = std::ranges::range_value_t<R>;
+  const std::span<const H> values(std::ranges::data(in), std::ranges::size(in));
+  std::vector<float> wide(values.size());
+  widen<H>(values, wide);
+  return compress(exec, codec, state, wide, out);
+}
+template <codec C, half_range R>
+std::span<std::byte> compress(const exec::Host& exec, const C& codec, const R& in, std::span<std::byte> out) {
+  state_of<C> fresh;
+  return compress(exec, codec, fresh, in, out);
+}
+
+/// Decompresses an f32 stream into 16-bit values: each decoded within the stream's stated bound as a
+/// float, then rounded once to the 16-bit type. Returns the largest error that rounding added (+Inf when
+/// a finite value overflowed the type), so every value is within the stated bound plus the returned
+/// number of the original.
+template <codec C, half_range R>
+double decompress(const exec::Host& exec, const C& codec, std::span<const std::byte> in, R&& out) {
+  using H = std::ranges::range_value_t<R>;
+  const std::span<H> values(std::ranges::data(out), std::ranges::size(out));
+  std::vector<float> wide(values.size());
+  codec.decompress(exec, in, std::span<float>(wide));
+  return narrow<H>(wide, values);
 }
 
 /// Convenience: a new vector holding the stream, one thread; with the caller's state, or from a fresh one.

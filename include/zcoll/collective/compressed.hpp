@@ -105,10 +105,10 @@ class Compressed {
   request allgather_async(std::span<const T> mine, std::span<T> all) {
     static_assert(S::supports(op_kind::allgather),
                   "Compressed::allgather: this schedule has no allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
-    auto fault = checked({"allgather", sizeof(T), mine.size()}, [&] {
+    auto fault = checked([&] {
       check_size("allgather", "all", all.size(), per_rank_total("allgather", "mine.size() x ranks =", mine.size()));
     });
-    return start("allgather", {"allgather", sizeof(T), mine.size()}, std::move(fault), mine.size_bytes(), mine.size_bytes(),
+    return start({"allgather", sizeof(T), mine.size()}, std::move(fault), mine.size_bytes(), mine.size_bytes(),
                  body_of<T>(mine, all, [](engine& e, detail::call_context& call, auto in, auto out) {
                    return run_allgather<value_of<decltype(out)>>(e, call, in, out);
                  }));
@@ -120,8 +120,8 @@ class Compressed {
     static_assert(S::supports(op_kind::bcast),
                   "Compressed::bcast: this schedule has no bcast; use zcoll::BinomialTree or zcoll::ScatterAllgather");
     const detail::call_description what{"bcast", sizeof(T), data.size(), root};
-    auto fault = checked(what, [&] { check_root("bcast", root); });
-    return start("bcast", what, std::move(fault), rank() == root ? data.size_bytes() : 0, data.size_bytes(),
+    auto fault = checked([&] { check_root("bcast", root); });
+    return start(what, std::move(fault), rank() == root ? data.size_bytes() : 0, data.size_bytes(),
                  body_of<T>({}, data, [root](engine& e, detail::call_context& call, auto, auto out) {
                    return run_bcast<value_of<decltype(out)>>(e, call, out, root);
                  }));
@@ -133,12 +133,12 @@ class Compressed {
   request scatter_async(std::span<const T> all, std::span<T> mine, int root) {
     static_assert(S::supports(op_kind::scatter), "Compressed::scatter: this schedule has no scatter; use zcoll::BinomialTree");
     const detail::call_description what{"scatter", sizeof(T), mine.size(), root};
-    auto fault = checked(what, [&] {
+    auto fault = checked([&] {
       check_root("scatter", root);
       const std::size_t total = per_rank_total("scatter", "mine.size() x ranks =", mine.size());  // every rank raises alike
       if (rank() == root) check_size("scatter", "all", all.size(), total);
     });
-    return start("scatter", what, std::move(fault), rank() == root ? all.size_bytes() : 0, mine.size_bytes(),
+    return start(what, std::move(fault), rank() == root ? all.size_bytes() : 0, mine.size_bytes(),
                  body_of<T>(all, mine, [root](engine& e, detail::call_context& call, auto in, auto out) {
                    return run_scatter<value_of<decltype(out)>>(e, call, in, out, root);
                  }));
@@ -149,12 +149,12 @@ class Compressed {
   request gather_async(std::span<const T> mine, std::span<T> all, int root) {
     static_assert(S::supports(op_kind::gather), "Compressed::gather: this schedule has no gather; use zcoll::BinomialTree");
     const detail::call_description what{"gather", sizeof(T), mine.size(), root};
-    auto fault = checked(what, [&] {
+    auto fault = checked([&] {
       check_root("gather", root);
       const std::size_t total = per_rank_total("gather", "mine.size() x ranks =", mine.size());  // every rank raises alike
       if (rank() == root) check_size("gather", "all", all.size(), total);
     });
-    return start("gather", what, std::move(fault), mine.size_bytes(), mine.size_bytes(),
+    return start(what, std::move(fault), mine.size_bytes(), mine.size_bytes(),
                  body_of<T>(mine, all, [root](engine& e, detail::call_context& call, auto in, auto out) {
                    return run_gather<value_of<decltype(out)>>(e, call, in, out, root);
                  }));
@@ -166,14 +166,14 @@ class Compressed {
     static_assert(S::supports(op_kind::alltoall), "Compressed::alltoall: this schedule has no alltoall; use zcoll::Pairwise");
     const auto p = static_cast<std::size_t>(size());
     const detail::call_description what{"alltoall", sizeof(T), in.size()};
-    auto fault = checked(what, [&] {
+    auto fault = checked([&] {
       if (in.size() % p != 0) {
         throw argument_error("alltoall: in has " + std::to_string(in.size()) + " values, not a multiple of the " +
                              std::to_string(p) + " ranks");
       }
       check_size("alltoall", "out", out.size(), in.size());
     });
-    return start("alltoall", what, std::move(fault), in.size_bytes(), in.size_bytes() / p,
+    return start(what, std::move(fault), in.size_bytes(), in.size_bytes() / p,
                  body_of<T>(in, out, [p](engine& e, detail::call_context& call, auto in, auto out) {
                    return run_with_finish(call, detail::alltoall_blocks<S, Codec, value_of<decltype(out)>>(call, e.coder, in, out,
                                                                                                          in.size() / p));
@@ -194,7 +194,7 @@ class Compressed {
     const auto me = static_cast<std::size_t>(rank());
     // The counts differ from rank to rank; a pair that disagrees shows as a block of another length.
     const detail::call_description what{"alltoallv", sizeof(T), 0};
-    auto fault = checked(what, [&] {
+    auto fault = checked([&] {
       check_counts("alltoallv", "send_counts", send_counts, "in", in.size());
       check_counts("alltoallv", "recv_counts", recv_counts, "out", out.size());
       if (send_counts[me] != recv_counts[me]) {
@@ -210,7 +210,7 @@ class Compressed {
         recv_first[b + 1] = recv_first[b] + recv_counts[b];
       }
     }
-    return start("alltoallv", what, std::move(fault), in.size_bytes(), 0,
+    return start(what, std::move(fault), in.size_bytes(), 0,
                  body_of<T>(in, out, [send_first, recv_first](engine& e, detail::call_context& call, auto in, auto out) {
                    return run_with_finish(call, detail::alltoallv_blocks<S, Codec, value_of<decltype(out)>>(
                                                     call, e.coder, in, send_first, out, recv_first, identity_codec));
@@ -226,11 +226,11 @@ class Compressed {
     static_assert(S::supports(op_kind::reduce_scatter),
                   "Compressed::reduce_scatter: this schedule has no reduce_scatter; use zcoll::Ring");
     const detail::call_description what{"reduce_scatter", sizeof(T), out.size(), 0, Op::name};
-    auto fault = checked(what, [&] {
+    auto fault = checked([&] {
       check_size("reduce_scatter", "in", in.size(), per_rank_total("reduce_scatter", "out.size() x ranks =", out.size()));
       check_rows("reduce_scatter", "a block (out)", out.size());
     });
-    return start("reduce_scatter", what, std::move(fault), in.size_bytes(), in.size_bytes(),
+    return start(what, std::move(fault), in.size_bytes(), in.size_bytes(),
                  body_of<T>(in, out, [op](engine& e, detail::call_context& call, auto in, auto out) {
                    return run_reduce_scatter<value_of<decltype(out)>>(e, call, in, out, op);
                  }));
@@ -242,8 +242,8 @@ class Compressed {
     static_assert(allreduce_possible, "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + "
                                       "allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
     const detail::call_description what{"allreduce", sizeof(T), data.size(), 0, Op::name};
-    auto fault = checked(what, [&] { check_whole_rows_per_rank("allreduce", "data", data.size()); });
-    return start("allreduce", what, std::move(fault), data.size_bytes(), data.size_bytes(),
+    auto fault = checked([&] { check_whole_rows_per_rank("allreduce", "data", data.size()); });
+    return start(what, std::move(fault), data.size_bytes(), data.size_bytes(),
                  body_of<T>({}, data, [op](engine& e, detail::call_context& call, auto, auto out) {
                    return run_allreduce<value_of<decltype(out)>>(e, call, out, op);
                  }));
@@ -256,13 +256,13 @@ class Compressed {
     static_assert(allreduce_possible, "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + "
                                       "allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
     const detail::call_description what{"allreduce", sizeof(T), in.size(), 0, Op::name};
-    auto fault = checked(what, [&] {
+    auto fault = checked([&] {
       check_size("allreduce", "out", out.size(), in.size());
       check_disjoint("allreduce", in, out);
       check_whole_rows_per_rank("allreduce", "in", in.size());
     });
     if (!fault) std::copy(in.begin(), in.end(), out.begin());
-    return start("allreduce", what, std::move(fault), in.size_bytes(), in.size_bytes(),
+    return start(what, std::move(fault), in.size_bytes(), in.size_bytes(),
                  body_of<T>({}, out, [op](engine& e, detail::call_context& call, auto, auto out) {
                    return run_allreduce<value_of<decltype(out)>>(e, call, out, op);
                  }));
@@ -277,7 +277,7 @@ class Compressed {
     static_assert(allreduce_possible, "Compressed::reduce: this schedule has neither an allreduce nor reduce_scatter; use "
                                       "zcoll::Ring or zcoll::RecursiveDoubling");
     const detail::call_description what{"reduce", sizeof(T), in.size(), root, Op::name};
-    auto fault = checked(what, [&] {
+    auto fault = checked([&] {
       check_root("reduce", root);
       if (rank() == root) {
         check_size("reduce", "out", out.size(), in.size());
@@ -285,7 +285,7 @@ class Compressed {
       }
       check_whole_rows_per_rank("reduce", "in", in.size());
     });
-    return start("reduce", what, std::move(fault), in.size_bytes(), in.size_bytes(),
+    return start(what, std::move(fault), in.size_bytes(), in.size_bytes(),
                  body_of<T>(in, out, [op, root](engine& e, detail::call_context& call, auto in, auto out) {
                    return run_reduce<value_of<decltype(out)>>(e, call, in, out, op, root);
                  }));
@@ -355,7 +355,7 @@ class Compressed {
   /// Runs a call's argument checks: without verify mode they raise here, at the call; with it the fault
   /// is kept for the agreement, where every rank raises the same error.
   template <class Checks>
-  std::optional<verify::fault_record> checked(const detail::call_description&, Checks checks) const {
+  std::optional<verify::fault_record> checked(Checks checks) const {
     if (!engine_->config.verify) {
       checks();
       return std::nullopt;
@@ -372,12 +372,12 @@ class Compressed {
   /// `block_bytes` decides whether to compress and must be the same on every rank (input sizes of rooted
   /// operations are not).
   template <class Body>
-  request start(const char* operation, const detail::call_description& what, std::optional<verify::fault_record> fault,
+  request start(const detail::call_description& what, std::optional<verify::fault_record> fault,
                 std::size_t input_bytes, std::size_t block_bytes, Body body) {
     engine& e = *engine_;
     auto started = std::make_shared<detail::started_call>(detail::call_context(e.transport, e.config, e.calls->take_scratch()));
     detail::call_context& call = started->context;
-    call.report.operation = operation;
+    call.report.operation = what.operation;
     call.report.schedule = S::name;
     call.report.codec = Codec::name();
     call.report.ranks = size();
