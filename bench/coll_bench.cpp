@@ -766,40 +766,8 @@ struct rank_env {
       native_alltoallv;
 };
 
-/// The call of `op` on a Compressed whose schedule serves it (only those are instantiated).
-template <class T, class S, class Codec>
-void invoke(zcoll::Compressed<S, Codec>& coll, collective_op op, std::span<const T> in, std::span<T> out, int root) {
-  switch (op) {
-    case collective_op::allreduce:
-      if constexpr (serves<S>(collective_op::allreduce)) return coll.template allreduce<T>(out, zcoll::op::sum);
-      break;
-    case collective_op::reduce_scatter:
-      if constexpr (S::supports(collective_op::reduce_scatter)) {
-        return coll.template reduce_scatter<T>(in, out, zcoll::op::sum);
-      }
-      break;
-    case collective_op::allgather:
-      if constexpr (S::supports(collective_op::allgather)) return coll.template allgather<T>(in, out);
-      break;
-    case collective_op::bcast:
-      if constexpr (S::supports(collective_op::bcast)) return coll.template bcast<T>(out, root);
-      break;
-    case collective_op::scatter:
-      if constexpr (S::supports(collective_op::scatter)) return coll.template scatter<T>(in, out, root);
-      break;
-    case collective_op::gather:
-      if constexpr (S::supports(collective_op::gather)) return coll.template gather<T>(in, out, root);
-      break;
-    case collective_op::alltoall:
-      if constexpr (S::supports(collective_op::alltoall)) return coll.template alltoall<T>(in, out);
-      break;
-    default:
-      break;
-  }
-  throw std::logic_error(fmt::format("zcoll-bench coll: schedule {} has no such operation", S::name));
-}
-
-/// The non-blocking call of `op` (alltoallv when counts are given), as invoke() makes the blocking one.
+/// The non-blocking call of `op` (alltoallv when counts are given) on a Compressed whose schedule serves
+/// it (only those are instantiated); the blocking call is this, waited on, as in Compressed itself.
 template <class T, class S, class Codec>
 zcoll::request invoke_async(zcoll::Compressed<S, Codec>& coll, collective_op op, std::span<const T> in, std::span<T> out,
                             int root, const std::vector<std::size_t>* send_counts = nullptr,
@@ -871,16 +839,6 @@ std::size_t steps_for(double seconds) {
   return static_cast<std::size_t>(static_cast<double>(probe) * seconds / probe_s[1]) + 1;
 }
 
-/// alltoallv on a Compressed whose schedule has alltoall (only those are instantiated).
-template <class T, class S, class Codec>
-void invoke_alltoallv(zcoll::Compressed<S, Codec>& coll, std::span<const T> in, std::span<const std::size_t> send_counts,
-                      std::span<T> out, std::span<const std::size_t> recv_counts) {
-  if constexpr (S::supports(collective_op::alltoall)) {
-    coll.template alltoallv<T>(in, send_counts, out, recv_counts);
-  } else {
-    throw std::logic_error(fmt::format("zcoll-bench coll: schedule {} has no alltoallv", S::name));
-  }
-}
 
 
 /// One warm-up call, then `repeat` timed calls; each call after prepare() (not timed) and a barrier.
@@ -1108,16 +1066,20 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       return worst;
     };
 
+    const std::vector<std::size_t>* sends = o.variable_blocks ? &send_counts : nullptr;
+    const std::vector<std::size_t>* receives = o.variable_blocks ? &recv_counts : nullptr;
+    rank_numbers numbers;  // the report is the last call's: the compressed variant's, which runs last
+    // One blocking call: started and waited on; its report is kept.
     const auto call = [&](auto& coll) {
-      if (o.variable_blocks) return invoke_alltoallv<T>(coll, in, send_counts, out, recv_counts);
-      invoke<T>(coll, op, in, out, o.root);
+      zcoll::request r = invoke_async<T>(coll, op, in, out, o.root, sends, receives);
+      r.wait();
+      numbers.report = r.report();
     };
     const auto call_native = [&] {
       if (o.variable_blocks) return env.native_alltoallv(in, send_counts, out, recv_counts);
       env.native(op, in, out, o.root);
     };
 
-    rank_numbers numbers;
     numbers.input_values = g.input_values;
     // The uncompressed schedule first: its result is the reference of a reduction. Each Compressed lives
     // for one size only, so that its scratch is freed before the next variant.
@@ -1145,7 +1107,6 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       std::fill(output.begin(), output.end(), T(0));
       numbers.compressed_s = time_calls(env.control, o.repeat, prepare, [&] { call(packed); });
       numbers.compressed_error = error_of(out);
-      numbers.report = packed.last_report();
     }
     if (o.overlap) {
       // A compute loop as long as this rank's call alone, then the pair: the call started non-blocking,
@@ -1153,8 +1114,6 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       const std::size_t steps = steps_for(median(numbers.compressed_s));
       volatile double sink = 0.0;
       numbers.compute_s = time_calls(env.control, o.repeat, prepare, [&] { sink = sink + compute_steps(steps, 0, [] {}); });
-      const std::vector<std::size_t>* sends = o.variable_blocks ? &send_counts : nullptr;
-      const std::vector<std::size_t>* receives = o.variable_blocks ? &recv_counts : nullptr;
       {
         zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, config};
         numbers.polling_s = time_calls(env.control, o.repeat, prepare, [&] {
