@@ -43,8 +43,8 @@ struct mpi_config {
 /// A byte transport on a duplicate of the caller's communicator: raw bytes as MPI_BYTE with
 /// MPI_Isend/MPI_Irecv (never Boost serialization), plus MPI's collectives for baselines.
 ///
-/// Construction is collective over the communicator (MPI_Comm_dup): every rank constructs its Mpi in
-/// the same order. Every message travels on the duplicate, so no tag of the program's own messages on
+/// Construction is collective over the communicator (a new communicator of the same group and order,
+/// made by MPI_Comm_split): every rank constructs its Mpi in the same order. Every message travels on the duplicate, so no tag of the program's own messages on
 /// its communicator can match one of zcoll's, and MPI_ERRORS_RETURN is set on the duplicate only (MPI
 /// errors become transport_error carrying MPI_Error_string's text; the caller's communicator keeps its
 /// error handler). Copies share the duplicate, which is freed with the last of them.
@@ -127,8 +127,8 @@ class Mpi {
     bool pending_ = false;
   };
 
-  /// A duplicate of `comm` (MPI_Comm_dup: collective over it). Needs MPI initialized (MPI_Init, or a
-  /// boost::mpi::environment alive) and a valid intracommunicator.
+  /// A duplicate of `comm` (the same group and rank order, made by MPI_Comm_split: collective over it).
+  /// Needs MPI initialized (MPI_Init, or a boost::mpi::environment alive) and a valid intracommunicator.
   explicit Mpi(MPI_Comm comm, mpi_config config = {}) : Mpi(adopt, duplicate(comm), config) {}
   explicit Mpi(const boost::mpi::communicator& comm, mpi_config config = {})
       : Mpi(adopt, duplicate(comm ? static_cast<MPI_Comm>(comm) : MPI_COMM_NULL), config) {}
@@ -145,11 +145,17 @@ class Mpi {
     MPI_Initialized(&initialized);
     if (!initialized) throw argument_error("transport::Mpi: MPI is not initialized; call MPI_Init (or create a boost::mpi::environment) first");
     if (comm == MPI_COMM_NULL) throw argument_error("transport::Mpi: the communicator is MPI_COMM_NULL, expected a valid communicator");
-    MPI_Comm dup = MPI_COMM_NULL;
-    // Under the caller's own error handler: a failure here is reported (or fatal) as its other calls are.
-    const int code = MPI_Comm_dup(comm, &dup);
-    if (code != MPI_SUCCESS) throw transport_error("transport::Mpi: MPI_Comm_dup failed: " + error_text(code));
-    return dup;
+    // A new communicator with the same group and rank order. MPI_Comm_split rather than MPI_Comm_dup:
+    // with Open MPI 4.1.4 over TCP, large exchanges ran at half the link rate in most runs after an
+    // MPI_Comm_dup — on the duplicate and on MPI_COMM_WORLD alike — and at the link rate after a split
+    // (docs/performance.md, issue 18). Under the caller's own error handler: a failure here is reported
+    // (or fatal) as its other calls are.
+    int rank = 0;
+    int code = MPI_Comm_rank(comm, &rank);
+    MPI_Comm own = MPI_COMM_NULL;
+    if (code == MPI_SUCCESS) code = MPI_Comm_split(comm, 0, rank, &own);
+    if (code != MPI_SUCCESS) throw transport_error("transport::Mpi: MPI_Comm_split failed: " + error_text(code));
+    return own;
   }
 
   /// Takes ownership of `owned` (freed with the last copy).
