@@ -4,6 +4,7 @@
 
 #include "support/collective_data.hpp"
 #include "support/faulty_transport.hpp"
+#include "support/half_data.hpp"
 
 #include <boost/mpi/collectives/all_gather.hpp>
 #include <boost/mpi/communicator.hpp>
@@ -399,31 +400,6 @@ TEST_CASE("MPI: a progress thread needs MPI_THREAD_MULTIPLE, and says so", "[col
 
 namespace {
 
-/// Rank r's 16-bit values: smooth ones, rank 0's ±largest finite value (the others 0 there), subnormals,
-/// and a NaN from rank 1.
-template <class H>
-std::vector<H> half_values(int rank, std::size_t n) {
-  std::vector<H> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = H(std::cos(0.02f * static_cast<float>(i) + static_cast<float>(rank)) * 4.0f);
-  const float largest = static_cast<float>(H::from_bits(static_cast<std::uint16_t>(H::format::max_finite_code)));
-  v[1] = H(rank == 0 ? largest : 0.0f);
-  v[2] = H(rank == 0 ? -largest : 0.0f);
-  v[3] = H::from_bits(static_cast<std::uint16_t>(rank + 1));  // subnormals
-  v[4] = H(rank == 1 ? std::numeric_limits<float>::quiet_NaN() : 1.0f);
-  return v;
-}
-
-template <class H>
-void require_half_within(std::span<const H> got, std::span<const double> want, double bound, const std::string& what) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<float>(got[i]);
-    if (std::isnan(want[i]) ? !std::isnan(g) : !(std::abs(g - want[i]) <= bound)) {
-      FAIL(what << ": element " << i << " is " << g << ", exact " << want[i] << ", bound " << bound);
-    }
-  }
-}
-
 template <class H>
 void check_half_collectives() {
   const auto mpi = world();
@@ -432,43 +408,38 @@ void check_half_collectives() {
   const zcoll::FZLight fz{{.error_bound = zcoll::absolute(1.0 / 32)}};
   zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), fz, {.pipeline_values = 700}};
   const std::size_t block = 1200, n = block * ranks;
-  const auto as_double = [](const std::vector<H>& v) {
-    std::vector<double> d(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) d[i] = static_cast<float>(v[i]);
-    return d;
-  };
   std::vector<double> sum(n, 0.0);
   for (int r = 0; r < p; ++r) {
-    const auto c = as_double(half_values<H>(r, n));
+    const auto c = zcoll_test::as_double(zcoll_test::half_values<H>(r, n));
     for (std::size_t i = 0; i < n; ++i) sum[i] += c[i];
   }
-  auto data = half_values<H>(me, n);
+  auto data = zcoll_test::half_values<H>(me, n);
   ring.allreduce(std::span<H>(data), zcoll::op::sum);
-  require_half_within<H>(data, sum, ring.last_report().error_bound, "allreduce");
-  const auto in = half_values<H>(me, n);
+  zcoll_test::require_half_within<H>(data, sum, ring.last_report().error_bound, "allreduce");
+  const auto in = zcoll_test::half_values<H>(me, n);
   std::vector<H> out(block);
   ring.reduce_scatter(std::span<const H>(in), std::span<H>(out), zcoll::op::sum);
-  require_half_within<H>(out, std::span<const double>(sum).subspan(block * static_cast<std::size_t>(me), block),
+  zcoll_test::require_half_within<H>(out, std::span<const double>(sum).subspan(block * static_cast<std::size_t>(me), block),
                          ring.last_report().error_bound, "reduce_scatter");
   std::vector<H> all(n);
-  const auto mine = half_values<H>(me, block);
+  const auto mine = zcoll_test::half_values<H>(me, block);
   ring.allgather(std::span<const H>(mine), std::span<H>(all));
   std::vector<double> want_all;
   for (int r = 0; r < p; ++r) {
-    const auto c = as_double(half_values<H>(r, block));
+    const auto c = zcoll_test::as_double(zcoll_test::half_values<H>(r, block));
     want_all.insert(want_all.end(), c.begin(), c.end());
   }
-  require_half_within<H>(all, want_all, ring.last_report().error_bound, "allgather");
+  zcoll_test::require_half_within<H>(all, want_all, ring.last_report().error_bound, "allgather");
   zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{world(), fz};
   std::vector<H> received(n);
   pairwise.alltoall(std::span<const H>(in), std::span<H>(received));
   std::vector<double> want_received;
   for (int r = 0; r < p; ++r) {
-    const auto c = as_double(half_values<H>(r, n));
+    const auto c = zcoll_test::as_double(zcoll_test::half_values<H>(r, n));
     want_received.insert(want_received.end(), c.begin() + static_cast<std::ptrdiff_t>(block * static_cast<std::size_t>(me)),
                          c.begin() + static_cast<std::ptrdiff_t>(block * static_cast<std::size_t>(me + 1)));
   }
-  require_half_within<H>(received, want_received, pairwise.last_report().error_bound, "alltoall");
+  zcoll_test::require_half_within<H>(received, want_received, pairwise.last_report().error_bound, "alltoall");
 }
 
 }  // namespace

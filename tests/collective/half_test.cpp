@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/thread_safe_assertions.hpp"
+#include "support/half_data.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -24,54 +25,6 @@ namespace {
 
 const std::vector<int> rank_counts = {1, 2, 3, 4, 7};
 
-template <class H>
-float largest() {
-  return static_cast<float>(H::from_bits(static_cast<std::uint16_t>(H::format::max_finite_code)));
-}
-
-template <class H>
-float smallest_subnormal() {
-  return static_cast<float>(H::from_bits(1));
-}
-
-/// Rank r's values: smooth ones, and at fixed places the adversarial ones — rank 0 alone holds ±largest
-/// (their sums stay finite), every rank a subnormal, one rank a NaN.
-template <class H>
-std::vector<H> values_of(int rank, std::size_t n) {
-  std::vector<H> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = H(std::sin(0.01f * static_cast<float>(i) + static_cast<float>(rank)) * 8.0f);
-  if (n < 8) return v;
-  v[1] = H(rank == 0 ? largest<H>() : 0.0f);
-  v[2] = H(rank == 0 ? -largest<H>() : 0.0f);
-  v[3] = H(smallest_subnormal<H>() * static_cast<float>(rank + 1));
-  v[4] = H(-smallest_subnormal<H>());
-  v[5] = H(rank == 1 || n < 16 ? std::numeric_limits<float>::quiet_NaN() : 0.5f);
-  return v;
-}
-
-/// Every element of `got` within `bound` of `want` (NaN where want is NaN).
-template <class H>
-void require_within(std::span<const H> got, std::span<const double> want, double bound, const std::string& what) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = static_cast<float>(got[i]);
-    if (std::isnan(want[i])) {
-      if (!std::isnan(g)) FAIL(what << ": element " << i << " is " << g << ", NaN expected");
-      continue;
-    }
-    if (!(std::abs(g - want[i]) <= bound)) {
-      FAIL(what << ": element " << i << " is " << g << ", exact " << want[i] << ", stated bound " << bound);
-    }
-  }
-}
-
-template <class H>
-std::vector<double> as_double(const std::vector<H>& v) {
-  std::vector<double> d(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) d[i] = static_cast<float>(v[i]);
-  return d;
-}
-
 template <class H, class Codec>
 void check_every_operation(const Codec& codec) {
   for (int p : rank_counts) {
@@ -84,45 +37,45 @@ void check_every_operation(const Codec& codec) {
       const std::size_t n = 1500 * ranks + 8;
       std::vector<double> sum(n, 0.0);
       for (int r = 0; r < p; ++r) {
-        const auto c = as_double(values_of<H>(r, n));
+        const auto c = zcoll_test::as_double(zcoll_test::half_values<H>(r, n));
         for (std::size_t i = 0; i < n; ++i) sum[i] += c[i];
       }
       // allreduce (in place): the sum, rounded once.
-      auto data = values_of<H>(me, n);
+      auto data = zcoll_test::half_values<H>(me, n);
       ring.allreduce(std::span<H>(data), zcoll::op::sum);
-      require_within<H>(data, sum, ring.last_report().error_bound, what + " allreduce");
+      zcoll_test::require_half_within<H>(data, sum, ring.last_report().error_bound, what + " allreduce");
       // reduce_scatter: block `me` of the sum.
       const std::size_t block = n / ranks;
-      const auto in = values_of<H>(me, block * ranks);
+      const auto in = zcoll_test::half_values<H>(me, block * ranks);
       std::vector<H> out(block);
       ring.reduce_scatter(std::span<const H>(in), std::span<H>(out), zcoll::op::sum);
       std::vector<double> want_block(block, 0.0);
       for (int r = 0; r < p; ++r) {
-        const auto c = as_double(values_of<H>(r, block * ranks));
+        const auto c = zcoll_test::as_double(zcoll_test::half_values<H>(r, block * ranks));
         for (std::size_t i = 0; i < block; ++i) want_block[i] += c[block * static_cast<std::size_t>(me) + i];
       }
-      require_within<H>(out, want_block, ring.last_report().error_bound, what + " reduce_scatter");
+      zcoll_test::require_half_within<H>(out, want_block, ring.last_report().error_bound, what + " reduce_scatter");
       // allgather: every rank's values.
-      const auto mine = values_of<H>(me, 999);
+      const auto mine = zcoll_test::half_values<H>(me, 999);
       std::vector<H> all(999 * ranks);
       ring.allgather(std::span<const H>(mine), std::span<H>(all));
       std::vector<double> want_all;
       for (int r = 0; r < p; ++r) {
-        const auto c = as_double(values_of<H>(r, 999));
+        const auto c = zcoll_test::as_double(zcoll_test::half_values<H>(r, 999));
         want_all.insert(want_all.end(), c.begin(), c.end());
       }
-      require_within<H>(all, want_all, ring.last_report().error_bound, what + " allgather");
+      zcoll_test::require_half_within<H>(all, want_all, ring.last_report().error_bound, what + " allgather");
       // alltoall: block b of rank b's input.
       zcoll::Compressed<zcoll::Pairwise, Codec> pairwise{t, codec};
-      const auto send = values_of<H>(me, 640 * ranks);
+      const auto send = zcoll_test::half_values<H>(me, 640 * ranks);
       std::vector<H> received(send.size());
       pairwise.alltoall(std::span<const H>(send), std::span<H>(received));
       std::vector<double> want_received;
       for (int r = 0; r < p; ++r) {
-        const auto c = as_double(values_of<H>(r, 640 * ranks));
+        const auto c = zcoll_test::as_double(zcoll_test::half_values<H>(r, 640 * ranks));
         want_received.insert(want_received.end(), c.begin() + 640 * me, c.begin() + 640 * (me + 1));
       }
-      require_within<H>(received, want_received, pairwise.last_report().error_bound, what + " alltoall");
+      zcoll_test::require_half_within<H>(received, want_received, pairwise.last_report().error_bound, what + " alltoall");
       REQUIRE(pairwise.last_report().raw_bytes_sent == 640 * 2 * (ranks - 1));  // counted as 16-bit values
     });
   }

@@ -529,9 +529,7 @@ class Compressed {
     const Codec& hops = e.coder.hop_codec(eb);
     const std::size_t n = data.size();
     if constexpr (direct_allreduce) {
-      const auto errors = co_await detail::reduce_blocks<S, Codec, T>(
-          call, e.coder, op_kind::allreduce, hops, op, [n](int) { return std::pair{std::size_t{0}, n}; }, data);
-      detail::set_reduction_bound(call, errors[0]);
+      co_await reduce_whole<T>(e, call, hops, op, data);
     } else {
       const auto range = block_ranges(n, call.size());
       const auto errors = co_await detail::reduce_blocks<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, op, range, data);
@@ -561,9 +559,7 @@ class Compressed {
     const std::size_t n = data.size();
     const int p = call.size(), me = call.rank();
     if constexpr (direct_allreduce) {
-      const auto errors = co_await detail::reduce_blocks<S, Codec, T>(
-          call, e.coder, op_kind::allreduce, hops, op, [n](int) { return std::pair{std::size_t{0}, n}; }, data);
-      detail::set_reduction_bound(call, errors[0]);
+      co_await reduce_whole<T>(e, call, hops, op, data);
     } else {
       const auto range = block_ranges(n, p);
       const auto errors = co_await detail::reduce_blocks<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, op, range, data);
@@ -592,6 +588,16 @@ class Compressed {
       }
     }
     co_await finish(call);
+  }
+
+  /// The schedule's own allreduce (RecursiveDoubling) over all of `data`, one block; the report's bound
+  /// is that block's. allreduce and reduce both run it where the schedule has one.
+  template <floating_value T, class Op>
+  static detail::task<> reduce_whole(engine& e, detail::call_context& call, const Codec& hops, Op op, std::span<T> data) {
+    const std::size_t n = data.size();
+    const auto errors = co_await detail::reduce_blocks<S, Codec, T>(
+        call, e.coder, op_kind::allreduce, hops, op, [n](int) { return std::pair{std::size_t{0}, n}; }, data);
+    detail::set_reduction_bound(call, errors[0]);
   }
 
   /// Blocks of n/p values (the first n mod p one longer): block b is {first value, count}.
