@@ -3,6 +3,7 @@
 /// the compressed collectives with their schedules, and the in-process transport::Local. <zcoll/mpi.hpp>
 /// adds transport::Mpi (it includes <mpi.h>); the .cuh drivers are included on their own.
 
+#include "zcoll/codec/add.hpp"
 #include "zcoll/codec/cast.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/compress.hpp"

@@ -22,6 +22,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -36,6 +37,7 @@
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
 #include "zcoll/codec/detail/chunk_residuals.hpp"
+#include "zcoll/codec/detail/pipeline_add.hpp"
 #include "zcoll/codec/detail/pipeline_chunk.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/codec/span_codec.hpp"
@@ -325,6 +327,16 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
         }
       });
     }
+    return out.first(gather_regions(exec, out, chunks, prefix_bytes, region_of));
+  }
+
+  /// Moves the workers' regions of chunks (exec::for_each_range's split of `chunks`; the region of the
+  /// worker whose first chunk is `begin` at region_of(begin), its chunks' sizes in the index) together
+  /// after the stream's first `prefix_bytes`; returns the stream's size.
+  template <class RegionOf>
+  static std::size_t gather_regions(const exec::Host& exec, std::span<std::byte> out, std::size_t chunks,
+                                    std::size_t prefix_bytes, const RegionOf& region_of) {
+    const std::byte* const index = out.data() + stream_header_size_bytes;
     std::size_t end = prefix_bytes;
     const std::size_t workers = exec::worker_count(exec, chunks);
     for (std::size_t w = 0; w < workers; ++w) {
@@ -339,7 +351,105 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
       if (region != out.data() + end) std::memmove(out.data() + end, region, bytes);
       end += bytes;
     }
-    return out.first(end);
+    return end;
+  }
+
+ public:
+  /// The stream of the sum of streams `a` and `b` (zcoll::add in codec/add.hpp states the contract)
+  /// into `out`, chunk pairs in parallel on exec's threads.
+  /// Only for the codecs zcoll::addable_codec admits, which zcoll::add checks.
+  template <floating_value T>
+  std::span<std::byte> add_streams(const exec::Host& exec, std::span<const std::byte> a, std::span<const std::byte> b,
+                                   std::span<std::byte> out) const {
+    const stream_layout la = read_stream_layout(a, has_parameter_section);
+    const stream_layout lb = read_stream_layout(b, has_parameter_section);
+    require_addable(la, lb);
+    check_header<T>(la.header);
+    const stream_header& header = la.header;
+    const std::size_t count = checked_count(header);
+    const std::size_t needed = max_compressed_size<T>(count, header.chunk_values);
+    if (out.size() < needed) {
+      throw argument_error("add: out has " + std::to_string(out.size()) + " bytes, max_compressed_size(" +
+                           std::to_string(count) + ") = " + std::to_string(needed) + " are needed");
+    }
+    const std::uint32_t chunks = header.chunk_count;
+    byte_writer prefix(out);
+    write_stream_header(prefix, header);
+    std::size_t prefix_bytes = stream_prefix_size_bytes(chunks);
+    if constexpr (has_parameter_section) {
+      byte_writer section(out.subspan(prefix_bytes, 4 + la.parameters.size()));
+      section.write(static_cast<std::uint32_t>(la.parameters.size()));
+      std::memcpy(out.data() + prefix_bytes + 4, la.parameters.data(), la.parameters.size());
+      prefix_bytes += 4 + la.parameters.size();
+    }
+    const typename Q::template block_quantizer<T> quantizer(header.error_bound);
+    const std::optional<T> fill =
+        header.has_fill_value ? std::optional<T>(std::bit_cast<T>(static_cast<bits_of<T>>(header.fill_bits))) : std::nullopt;
+    const auto grid = read_parameter_section(la).first;
+    std::byte* const index = out.data() + stream_header_size_bytes;
+    const std::size_t chunk_capacity = 1 + std::size_t{header.chunk_values} * sizeof(T);
+    const auto region_of = [&](std::size_t begin) {
+      return out.data() + prefix_bytes + (begin == 0 ? 0 : begin * chunk_capacity);
+    };
+    exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
+      detail::chunk_sum_scratch<T> scratch(header.chunk_values);
+      std::size_t at_a = la.chunk_offset(static_cast<std::uint32_t>(begin));
+      std::size_t at_b = lb.chunk_offset(static_cast<std::uint32_t>(begin));
+      std::byte* cursor = region_of(begin);
+      for (std::size_t c = begin; c < end; ++c) {
+        const std::size_t first = c * header.chunk_values;
+        const std::size_t n = std::min<std::size_t>(header.chunk_values, count - first);
+        const auto size_a = la.chunk_size_bytes(static_cast<std::uint32_t>(c));
+        const auto size_b = lb.chunk_size_bytes(static_cast<std::uint32_t>(c));
+        const auto new_state = [&] { return predictor_state(grid, first, header.chunk_values); };
+        const auto size = static_cast<std::uint32_t>(detail::pipeline_add<P, E>::template add_chunk<T>(
+            quantizer, fill, new_state, a.subspan(at_a, size_a), b.subspan(at_b, size_b), n, cursor, scratch, c));
+        std::memcpy(index + 4 * c, &size, 4);
+        cursor += size;
+        at_a += size_a;
+        at_b += size_b;
+      }
+    });
+    return out.first(gather_regions(exec, out, chunks, prefix_bytes, region_of));
+  }
+
+ private:
+  /// argument_error naming the first setting in which two streams to be added differ, or in which they
+  /// are not this codec's.
+  static void require_addable(const stream_layout& a, const stream_layout& b) {
+    const stream_header &x = a.header, &y = b.header;
+    const auto differ = [](const std::string& what, const std::string& in_a, const std::string& in_b) {
+      throw argument_error("add: the streams differ in " + what + ": a has " + in_a + ", b has " + in_b);
+    };
+    if (!(x.codec == y.codec)) differ("codec", to_string(x.codec), to_string(y.codec));
+    if (!(x.codec == id)) {
+      throw argument_error("add: the streams were written by codec " + to_string(x.codec) + ", not by " + name() + " (" +
+                           to_string(id) + ")");
+    }
+    if (x.type != y.type) differ("value type", to_string(x.type), to_string(y.type));
+    if (x.count != y.count) differ("value count", std::to_string(x.count), std::to_string(y.count));
+    if (x.chunk_values != y.chunk_values) {
+      differ("chunking (chunk_values)", std::to_string(x.chunk_values), std::to_string(y.chunk_values));
+    }
+    if (std::bit_cast<std::uint64_t>(x.error_bound) != std::bit_cast<std::uint64_t>(y.error_bound)) {
+      differ("absolute error bound (the bin width is twice it)", fmt_double(x.error_bound), fmt_double(y.error_bound));
+    }
+    if (x.has_fill_value != y.has_fill_value || (x.has_fill_value && x.fill_bits != y.fill_bits)) {
+      const auto fill_text = [](const stream_header& h) {
+        return h.has_fill_value ? "fill bits " + std::to_string(h.fill_bits) : std::string("no fill value");
+      };
+      differ("fill value", fill_text(x), fill_text(y));
+    }
+    if (!std::ranges::equal(a.parameters, b.parameters)) {
+      differ("shape (the predictor's grid in the parameter section)", std::to_string(a.parameters.size()) + " parameter bytes",
+             "others");
+    }
+  }
+
+  static std::string fmt_double(double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", v);
+    return text;
   }
 
   /// What a chunk encoder's stream may need beyond the chunks' room (codec/detail/chunk_residuals.hpp).

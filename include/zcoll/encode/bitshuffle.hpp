@@ -2,6 +2,7 @@
 /// Bit-shuffle encoder: per 32-residual block a bit-width byte, sign bits and fixed-length bit planes;
 /// all-zero blocks cost one byte (fZ-light, ZCCL paper §3.3). Format in detail/bitshuffle_block.hpp.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -29,6 +30,14 @@ struct BitShuffle {
   ZCOLL_HOST_DEVICE static constexpr std::size_t block_bytes(std::byte first) {
     const unsigned planes = std::to_integer<unsigned>(first);
     return planes > 32 ? 0 : detail::bitshuffle_block_bytes(planes);
+  }
+
+  /// Whether the block whose first byte is `first` holds 32 zero residuals (it is that one byte).
+  ZCOLL_HOST_DEVICE static constexpr bool zero_block(std::byte first) { return first == std::byte{0}; }
+
+  /// A bound on the magnitudes of the block whose first byte is `first`: 2^planes - 1.
+  ZCOLL_HOST_DEVICE static constexpr std::uint64_t magnitude_bound(std::byte first) {
+    return (std::uint64_t{1} << std::min(32u, std::to_integer<unsigned>(first))) - 1;
   }
 
   /// Decodes the block at `in`, whose block_bytes(in[0]) bytes the caller has checked are there.

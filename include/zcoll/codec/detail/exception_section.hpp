@@ -159,12 +159,19 @@ struct exception_section_read {
   std::size_t entry = 0;
 };
 
+/// The lane visitor of a decoder that needs only the values.
+struct ignore_exception_lanes {
+  ZCOLL_HOST_DEVICE void operator()(std::size_t, block_mask, block_mask) const {}
+};
+
 /// Applies the section at `section` (`available` bytes to the chunk's end) to the chunk's `n` decoded
-/// values: fill lanes get `fill` (only when `has_fill`), outliers their stored values. Reads nothing past
-/// `available`; on a fault the values are partly written.
-template <floating_value T>
+/// values: fill lanes get `fill` (only when `has_fill`), outliers their stored values; `lanes(block,
+/// fill_lanes, outlier_lanes)` is told each block's exception lanes (zcoll::add needs them). Reads
+/// nothing past `available`; on a fault the values are partly written.
+template <floating_value T, class LaneVisitor = ignore_exception_lanes>
 ZCOLL_HOST_DEVICE exception_section_read apply_exception_section(const std::byte* section, std::size_t available,
-                                                                 bool has_fill, T fill, T* values, std::size_t n) {
+                                                                 bool has_fill, T fill, T* values, std::size_t n,
+                                                                 LaneVisitor&& lanes = {}) {
   exception_section_read read;
   const auto take = [&](auto& value) {
     if (available - read.bytes < sizeof value) return false;
@@ -194,6 +201,10 @@ ZCOLL_HOST_DEVICE exception_section_read apply_exception_section(const std::byte
     if (type == static_cast<std::uint8_t>(exception_type::fill_run)) {
       if (!has_fill) return fail(exception_fault::no_fill_value);
       for (std::size_t j = begin; j < end; ++j) values[j] = fill;
+      for (std::size_t k = first; k < next_free_block; ++k) {
+        const std::size_t lanes_in_block = n - k * block_values < block_values ? n - k * block_values : block_values;
+        lanes(k, first_lanes(lanes_in_block), block_mask{0});
+      }
       continue;
     }
     if (type != static_cast<std::uint8_t>(exception_type::masked_block) || count != 1) {
@@ -212,6 +223,7 @@ ZCOLL_HOST_DEVICE exception_section_read apply_exception_section(const std::byte
       if (!take(value)) return fail(exception_fault::truncated);
       values[begin + std::countr_zero(rest)] = value;
     }
+    lanes(std::size_t{first}, fill_lanes, outliers);
   }
   return read;
 }
