@@ -28,6 +28,11 @@ struct collective_config {
   /// (without it they progress inside request::test() and wait()). It makes every transport call of the
   /// collective from that thread, so over MPI it needs MPI_THREAD_MULTIPLE (checked at construction).
   bool progress_thread = false;
+  /// Sums on compressed streams (collective/detail/homomorphic.hpp, hZCCL): for op::sum with a codec
+  /// whose streams add (zcoll::addable_codec, FZLight among them) each rank compresses its input once,
+  /// hops add streams without decompressing, and each result is decompressed once. Off: every hop
+  /// decompresses, reduces and compresses again (min and max always do).
+  bool homomorphic = true;
 
   /// Calls f(name, value) for every setting, in declaration order: verify mode's call signature is made
   /// from this list, so a new setting is checked across ranks once it is added here.
@@ -38,6 +43,7 @@ struct collective_config {
     f("pipeline_values", pipeline_values);
     f("verify", verify);
     f("progress_thread", progress_thread);
+    f("homomorphic", homomorphic);
   }
 };
 

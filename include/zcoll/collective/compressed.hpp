@@ -41,6 +41,7 @@
 #include "zcoll/collective/detail/agreement.hpp"
 #include "zcoll/collective/detail/block_codec.hpp"
 #include "zcoll/collective/detail/call.hpp"
+#include "zcoll/collective/detail/homomorphic.hpp"
 #include "zcoll/collective/detail/movement.hpp"
 #include "zcoll/collective/detail/reduction.hpp"
 #include "zcoll/collective/detail/task.hpp"
@@ -515,6 +516,23 @@ class Compressed {
     work.assign(in.begin(), in.end());
     const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
     const std::size_t n = out.size();
+    if constexpr (sums_streams<Op>) {
+      if (call.compress_now && e.config.homomorphic) {
+        const Codec& hops = e.coder.hop_codec(eb);
+        const auto range = [n](int b) { return std::pair{n * static_cast<std::size_t>(b), n}; };
+        detail::piece_table table(call.size(), range, e.config.pipeline_values, e.coder.row_length());
+        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops,
+                                                         table.pieces_of(same_block), table.pieces, in);
+        detail::hop_error worst{};
+        const std::size_t base = n * static_cast<std::size_t>(call.rank());
+        for (const std::size_t k : table.of_block[static_cast<std::size_t>(call.rank())]) {
+          worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, table.pieces[k], in, out, base));
+        }
+        detail::set_reduction_bound(call, worst);
+        co_await finish(call);
+        co_return;
+      }
+    }
     const auto errors = co_await detail::reduce_blocks<S, Codec, T>(
         call, e.coder, op_kind::reduce_scatter, e.coder.hop_codec(eb), op,
         [n](int b) { return std::pair{n * static_cast<std::size_t>(b), n}; }, std::span<T>(work));
@@ -528,6 +546,18 @@ class Compressed {
     const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), std::span<const T>(data));
     const Codec& hops = e.coder.hop_codec(eb);
     const std::size_t n = data.size();
+    if constexpr (sums_streams<Op>) {
+      if (call.compress_now && e.config.homomorphic) {
+        auto table = co_await homomorphic_allreduce<T>(e, call, hops, std::span<const T>(data), -1);
+        detail::hop_error worst{};
+        for (const auto& piece : table.pieces) {
+          worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, piece, data, data));
+        }
+        detail::set_reduction_bound(call, worst);
+        co_await finish(call);
+        co_return;
+      }
+    }
     if constexpr (direct_allreduce) {
       co_await reduce_whole<T>(e, call, hops, op, data);
     } else {
@@ -551,10 +581,37 @@ class Compressed {
 
   template <floating_value T, class Op>
   static detail::task<> run_reduce(engine& e, detail::call_context& call, std::span<const T> in, std::span<T> out, Op op, int root) {
+    if constexpr (sums_streams<Op>) {
+      const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
+      if (call.compress_now && e.config.homomorphic) {
+        const Codec& hops = e.coder.hop_codec(eb);
+        auto table = co_await homomorphic_allreduce<T>(e, call, hops, in, root);
+        detail::hop_error worst{};
+        if (call.rank() == root) {
+          for (const auto& piece : table.pieces) worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, piece, in, out));
+        }
+        // The root's bound, known on every rank.
+        std::vector<detail::hop_error> bounds(static_cast<std::size_t>(call.size()));
+        bounds[static_cast<std::size_t>(call.rank())] = worst;
+        co_await call.exact_allgather(std::span<detail::hop_error>(bounds));
+        detail::set_reduction_bound(call, bounds[static_cast<std::size_t>(root)]);
+        co_await finish(call);
+        co_return;
+      }
+      co_await run_reduce_chain<T>(e, call, in, out, op, root, eb);
+    } else {
+      const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
+      co_await run_reduce_chain<T>(e, call, in, out, op, root, eb);
+    }
+  }
+
+  /// reduce by decompress-reduce-compress hops, with the hops' bound `eb`.
+  template <floating_value T, class Op>
+  static detail::task<> run_reduce_chain(engine& e, detail::call_context& call, std::span<const T> in, std::span<T> out, Op op,
+                                         int root, double eb) {
     auto& work = call.scratch().work<T>();
     work.assign(in.begin(), in.end());
     const std::span<T> data(work);
-    const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
     const Codec& hops = e.coder.hop_codec(eb);
     const std::size_t n = data.size();
     const int p = call.size(), me = call.rank();
@@ -588,6 +645,41 @@ class Compressed {
       }
     }
     co_await finish(call);
+  }
+
+  /// Whether sums with Op can run on compressed streams (detail/homomorphic.hpp): a sum, and a codec
+  /// whose streams add; collective_config::homomorphic decides at run time.
+  template <class Op>
+  static constexpr bool sums_streams = addable_codec<Codec> && std::is_same_v<Op, op::sum_t>;
+  static constexpr auto same_block = [](int b) { return b; };
+
+  /// The rounds of a homomorphic allreduce (the schedule's own, or reduce_scatter then allgather) or,
+  /// rooted at `root` >= 0, of a reduce (reduce_scatter then a gather of the finished streams over a
+  /// binomial tree). Returns the pieces, for the ranks to decompress what they need.
+  template <floating_value T>
+  static detail::task<detail::piece_table> homomorphic_allreduce(engine& e, detail::call_context& call, const Codec& hops,
+                                                                 std::span<const T> values, int root) {
+    const std::size_t n = values.size();
+    const int p = call.size();
+    if constexpr (direct_allreduce) {
+      detail::piece_table table(1, [n](int) { return std::pair{std::size_t{0}, n}; }, e.config.pipeline_values, e.coder.row_length());
+      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allreduce, hops, table.pieces_of(same_block),
+                                                       table.pieces, values);
+      co_return table;
+    } else {
+      detail::piece_table table(p, block_ranges(n, p), e.config.pipeline_values, e.coder.row_length());
+      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops,
+                                                       table.pieces_of(same_block), table.pieces, values);
+      if (root < 0) {
+        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allgather, hops, table.pieces_of(same_block),
+                                                         table.pieces, values);
+      } else {  // block k of the gather is rank (root + k) mod p's
+        const auto owner = [root, p](int k) { return (root + k) % p; };
+        co_await detail::homomorphic_rounds<BinomialTree, Codec, T>(call, e.coder, op_kind::gather, hops, table.pieces_of(owner),
+                                                                    table.pieces, values, root);
+      }
+      co_return table;
+    }
   }
 
   /// The schedule's own allreduce (RecursiveDoubling) over all of `data`, one block; the report's bound

@@ -130,7 +130,10 @@ void post_segment_receive(call_context& call, const block_codec<Codec>& coder, i
     call.fail(format_error("rank " + std::to_string(peer) + " sends a segment that carries the bound " +
                            std::to_string(h.error_bound) + " after " + std::to_string(h.compressions) + " compressions"),
               peer);
-    s.in_headers[k].error_bound = std::numeric_limits<double>::infinity();
+    // The fault is held (verify mode), so the call raises it; carrying the bound on as 0 instead of an
+    // infinite one keeps the ranks downstream from meeting faults of their own, which would hide the
+    // sender (verify::first_fault picks a fault whose sender met none).
+    s.in_headers[k].error_bound = 0.0;
     s.in_headers[k].compressions = 0.0;
   }
   if (h.segment_values != in[k].count || h.hop_values != hop_values) {

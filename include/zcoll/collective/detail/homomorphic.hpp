@@ -1,0 +1,251 @@
+#pragma once
+/// Homomorphic reduction (hZCCL): sums on compressed streams. Each rank compresses each piece of its
+/// input once, when it first sends it; a hop that reduces adds the incoming stream to the one it holds
+/// (zcoll::add, no decompression), a hop that replaces keeps the incoming stream as it is, and every rank
+/// decompresses each piece once at the end. A piece is a pipeline segment of a schedule block (the
+/// segments of PIPE-fZ-light), so the same schedules, segments and wire format serve both engines.
+///
+/// A rank keeps its own values exact beside the stream of the others' contributions, and sends
+/// own ⊕ others: its own values are never quantized in its own result, as in the decompress-reduce-compress
+/// chain, so the bound is never worse than that chain's for the same schedule (docs/collectives.md):
+/// every other contribution in a result was quantized exactly once.
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zcoll/codec/add.hpp"
+#include "zcoll/collective/detail/block_codec.hpp"
+#include "zcoll/collective/detail/call.hpp"
+#include "zcoll/collective/detail/reduction.hpp"
+#include "zcoll/collective/detail/task.hpp"
+#include "zcoll/collective/detail/wire.hpp"
+#include "zcoll/core/reduce_op.hpp"
+#include "zcoll/core/value_type.hpp"
+#include "zcoll/schedule/concepts.hpp"
+
+namespace zcoll::detail {
+
+/// One piece of a homomorphic reduction: the values [lo, lo + count) of the call's buffer as this rank
+/// holds them, its own values (exact, while `own`) plus the stream of the other contributions.
+struct stream_piece {
+  std::size_t lo = 0, count = 0;
+  bool own = true;                    // this rank's own values count, exactly, beside `others`
+  std::vector<std::byte> own_stream;  // those values compressed, once, when first sent
+  hop_error own_error{};              // what that compression carries
+  std::vector<std::byte> others;      // the sum of the other contributions received (empty: none yet)
+  hop_error error{};                  // what `others` carries
+  int from = -1;                      // the rank `others` last came from (named by a decoding error)
+};
+
+/// The pieces of a call, block by block: block b of the table (a range of the call's values) is cut into
+/// pipeline segments, each a piece.
+struct piece_table {
+  std::vector<stream_piece> pieces;
+  std::vector<std::vector<std::size_t>> of_block;
+
+  /// `blocks` blocks, block b holding the values range(b) = {first, count}.
+  template <class Range>
+  piece_table(int blocks, Range range, std::size_t pipeline_values, std::size_t row_length)
+      : of_block(static_cast<std::size_t>(blocks)) {
+    for (int b = 0; b < blocks; ++b) {
+      const auto [lo, count] = range(b);
+      const std::size_t first = pieces.size();
+      for (const hop_segment& segment : split_segments(lo, count, pipeline_values, row_length)) {
+        pieces.push_back(stream_piece{.lo = segment.lo, .count = segment.count});
+      }
+      for (std::size_t k = first; k < pieces.size(); ++k) of_block[static_cast<std::size_t>(b)].push_back(k);
+    }
+  }
+
+  /// The pieces of an exchange's blocks, each schedule block b being table block block_of(b).
+  template <class BlockOf>
+  auto pieces_of(BlockOf block_of) const {
+    return [this, block_of](const schedule::exchange& x) {
+      std::vector<std::size_t> which;
+      for (int b = x.first_block; b < x.first_block + x.block_count; ++b) {
+        const auto& block = of_block[static_cast<std::size_t>(block_of(b))];
+        which.insert(which.end(), block.begin(), block.end());
+      }
+      return which;
+    };
+  }
+};
+
+/// The stream piece `p` sends: its own values ⊕ the others' (own compressed first if not yet), or the
+/// others' stream when it no longer holds own values; `scratch` holds a sum made for the send.
+template <codec Codec, floating_value T>
+std::span<const std::byte> outgoing_stream(call_context& call, block_codec<Codec>& coder, const Codec& hops, stream_piece& p,
+                                           std::span<const T> values, std::vector<std::byte>& scratch, hop_error& carried) {
+  if (!p.own) {
+    carried = p.error;
+    return p.others;
+  }
+  if (p.own_stream.empty()) {
+    const encoded_block written = coder.template encode<T>(call, hops, values.subspan(p.lo, p.count), p.own_stream, 0);
+    p.own_stream.resize(written.size);
+    p.own_error = hop_error{}.after_compression(written.error_bound);
+  }
+  if (p.others.empty()) {
+    carried = p.own_error;
+    return p.own_stream;
+  }
+  carried = p.error.template combined<op::sum_t>(p.own_error);
+  const auto start = clock::now();
+  try {
+    scratch.resize(hops.template max_compressed_size<T>(p.count));
+    scratch.resize(zcoll::add(call.exec(), hops, p.own_stream, p.others, std::span<std::byte>(scratch)).size());
+  } catch (const error& e) {  // `others` came from p.from: streams that do not add are its fault
+    call.fail(format_error("block from rank " + std::to_string(p.from) + ": " + call_context::without_prefix(e.what())), p.from);
+    scratch = p.own_stream;  // verify mode holds the fault; the schedule goes on
+  }
+  call.report.reduce_s += seconds_since(start);
+  return scratch;
+}
+
+/// A stream from `peer` kept without adding (the first contribution, or a finished sum) must be one this
+/// rank can add to and decompress: the collective's codec, T, `count` values (format_error otherwise,
+/// held in verify mode). Its chunks are checked where they are added or decoded.
+template <codec Codec, floating_value T>
+void check_incoming(call_context& call, std::span<const std::byte> stream, std::size_t count, int peer) {
+  call.guarded(peer, [&] {
+    try {
+      const stream_header h = read_stream_header(stream);
+      if (!(h.codec == Codec::id) || h.type != value_type_of<T> || h.count != count) {
+        throw format_error("a stream of " + std::to_string(h.count) + " " + to_string(h.type) + " values by codec " +
+                           to_string(h.codec) + ", where " + std::to_string(count) + " " + to_string(value_type_of<T>) +
+                           " values by " + Codec::name() + " were expected");
+      }
+    } catch (const error& e) {
+      throw format_error("block from rank " + std::to_string(peer) + ": " + call_context::without_prefix(e.what()));
+    }
+  });
+}
+
+/// One hop of a homomorphic reduction: every piece of the send range goes out as a stream (hop headers
+/// and bytes as reduction.hpp's pipelined_hop sends them), every piece of the receive range is added to
+/// the one held (or replaces it); what was sent changes only after its send has completed.
+template <codec Codec, floating_value T, class PiecesOf>
+task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Codec& hops, schedule::step st,
+                       const PiecesOf& pieces_of, std::vector<stream_piece>& pieces, std::span<const T> values) {
+  call_scratch& s = call.scratch();
+  const std::vector<std::size_t> in = st.recv.active() ? pieces_of(st.recv) : std::vector<std::size_t>{};
+  const std::vector<std::size_t> out = st.send.active() ? pieces_of(st.send) : std::vector<std::size_t>{};
+  const auto values_in = [&](const std::vector<std::size_t>& which) {
+    std::size_t total = 0;
+    for (const std::size_t k : which) total += pieces[k].count;
+    return total;
+  };
+  std::vector<hop_segment> incoming(in.size());
+  for (std::size_t k = 0; k < in.size(); ++k) incoming[k].count = pieces[in[k]].count;
+  s.in_headers.assign(in.size(), wire::hop_header{});
+  s.in_bytes.resize(std::max(s.in_bytes.size(), in.size()));
+  auto start = clock::now();
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    incoming[k].header = call.transport().irecv_async(st.recv.peer, wire::size_tag, std::as_writable_bytes(std::span(&s.in_headers[k], 1)));
+  }
+  call.report.communicate_s += seconds_since(start);
+
+  std::vector<std::vector<std::byte>> sums(out.size());  // sums made for sending, alive while in flight
+  std::vector<hop_segment> sent(out.size());
+  s.out_headers.assign(out.size(), wire::hop_header{});
+  const std::size_t out_values = values_in(out);
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    stream_piece& p = pieces[out[k]];
+    hop_error carried{};
+    const std::span<const std::byte> stream = outgoing_stream<Codec, T>(call, coder, hops, p, values, sums[k], carried);
+    s.out_headers[k] = {stream.size(), carried.bound, carried.compressions, p.count, out_values};
+    start = clock::now();
+    sent[k].header = call.transport().isend_async(st.send.peer, wire::size_tag, std::as_bytes(std::span(&s.out_headers[k], 1)));
+    sent[k].data = call.transport().isend_async(st.send.peer, wire::data_tag, stream);
+    call.report.bytes_sent += sizeof(wire::hop_header) + stream.size();
+    call.report.raw_bytes_sent += p.count * sizeof(T);
+    call.report.communicate_s += seconds_since(start);
+  }
+
+  // Received pieces, reduced or kept, wait in `next` until the sends have completed.
+  std::vector<std::vector<std::byte>> next(in.size());
+  std::vector<hop_error> next_error(in.size());
+  const std::size_t in_values = values_in(in);
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    start = clock::now();
+    co_await call.until_complete(incoming[k].header, st.recv.peer);
+    post_segment_receive<Codec, T>(call, coder, st.recv.peer, incoming, k, in_values);
+    co_await call.until_complete(incoming[k].data, st.recv.peer);
+    call.report.communicate_s += seconds_since(start);
+    const wire::hop_header& h = s.in_headers[k];
+    const hop_error theirs{h.error_bound, h.compressions};
+    const auto bytes = std::span<const std::byte>(s.in_bytes[k]).first(incoming[k].received_bytes);
+    stream_piece& p = pieces[in[k]];
+    if (!st.recv.reduce || p.others.empty()) {
+      check_incoming<Codec, T>(call, bytes, p.count, st.recv.peer);
+      next[k].assign(bytes.begin(), bytes.end());
+      next_error[k] = theirs;
+      continue;
+    }
+    start = clock::now();
+    next_error[k] = p.error.template combined<op::sum_t>(theirs);
+    try {
+      next[k].resize(hops.template max_compressed_size<T>(p.count));
+      next[k].resize(zcoll::add(call.exec(), hops, p.others, bytes, std::span<std::byte>(next[k])).size());
+    } catch (const error& e) {  // streams that do not add are the sender's fault, whatever add calls them
+      call.fail(format_error("block from rank " + std::to_string(st.recv.peer) + ": " + call_context::without_prefix(e.what())),
+                st.recv.peer);
+      next[k] = p.others;  // verify mode holds the fault; the schedule goes on
+    }
+    call.report.reduce_s += seconds_since(start);
+  }
+  start = clock::now();
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    co_await call.until_complete(sent[k].header, st.send.peer);
+    co_await call.until_complete(sent[k].data, st.send.peer);
+  }
+  call.report.communicate_s += seconds_since(start);
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    stream_piece& p = pieces[in[k]];
+    p.others.swap(next[k]);
+    p.error = next_error[k];
+    p.from = st.recv.peer;
+    if (!st.recv.reduce) p.own = false;  // the incoming stream holds every contribution, this rank's too
+  }
+}
+
+/// Runs S's rounds of `kind` over the pieces; pieces_of(exchange) lists the pieces of an exchange's
+/// blocks, in the order both sides send and receive them.
+template <class S, codec Codec, floating_value T, class PiecesOf>
+task<> homomorphic_rounds(call_context& call, block_codec<Codec>& coder, schedule::collective_op kind, const Codec& hops,
+                          const PiecesOf& pieces_of, std::vector<stream_piece>& pieces, std::span<const T> values,
+                          int root = 0) {
+  for (int r = 0; r < S::rounds(kind, call.size()); ++r) {
+    const schedule::step st = S::at(kind, call.size(), call.rank(), r, root);
+    co_await homomorphic_hop<Codec, T>(call, coder, hops, st, pieces_of, pieces, values);
+  }
+}
+
+/// Writes piece `p`'s result (its own values exact plus the others' decompressed, or the others' alone)
+/// into `out`, whose first value is value `base` of the call's buffer; returns the error it carries.
+template <codec Codec, floating_value T>
+hop_error finish_piece(call_context& call, block_codec<Codec>& coder, const Codec& hops, const stream_piece& p,
+                       std::span<const T> values, std::span<T> out, std::size_t base = 0) {
+  const std::span<T> target = out.subspan(p.lo - base, p.count);
+  if (p.others.empty()) {
+    if (target.data() != values.data() + p.lo) std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(p.lo), p.count, target.begin());
+    return {};
+  }
+  if (!p.own) {
+    coder.template decode<T>(call, hops, p.others, target, p.from);
+    return p.error;
+  }
+  auto& decoded = call.scratch().incoming<T>();
+  decoded.resize(p.count);
+  coder.template decode<T>(call, hops, p.others, std::span<T>(decoded), p.from);
+  const auto start = clock::now();
+  for (std::size_t i = 0; i < p.count; ++i) target[i] = values[p.lo + i] + decoded[i];
+  call.report.reduce_s += seconds_since(start);
+  return p.error;
+}
+
+}  // namespace zcoll::detail
