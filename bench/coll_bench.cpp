@@ -100,6 +100,9 @@ struct coll_options {
   std::optional<zcoll::schedule::link_cost> model_link;
   int root = 0;
   bool overlap = false;  // --overlap: the compressed call started non-blocking beside a compute loop
+  /// --homomorphic: collective_config::homomorphic of each pass over the sizes (on, off, or both in one run)
+  std::vector<bool> homomorphic_passes = {false};
+  bool homomorphic = false;  // this pass's
   std::string csv;
   std::string json;
 };
@@ -340,6 +343,10 @@ alltoallv blocks (skewed like the DLRM embedding all-to-all, the same on every r
   the mean over the ranks of their actual input (the sum of their send counts); algbw and busbw are
   computed on it.
 run and output:
+  --homomorphic on|off|on,off
+                        collective_config::homomorphic: sums on compressed streams (on) or
+                        decompress-reduce-compress hops (off, the default); on,off runs both, one table
+                        each, in this run
   --overlap             also time the compressed call started non-blocking (*_async) beside a compute
                         loop as long as the call: the pair polling request::test() from the loop, and the
                         pair with collective_config::progress_thread (under MPI: MPI_THREAD_MULTIPLE);
@@ -373,7 +380,14 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage_error(fmt::format("{} needs a value", flag));
     const std::string value = argv[++i];
-    if (flag == "--transport") {
+    if (flag == "--homomorphic") {
+      o.homomorphic_passes.clear();
+      for (const auto& setting : split(value, ',')) {
+        if (setting != "on" && setting != "off") usage_error(fmt::format("--homomorphic: '{}' is neither on nor off", setting));
+        o.homomorphic_passes.push_back(setting == "on");
+      }
+      if (o.homomorphic_passes.empty()) usage_error("--homomorphic needs on, off or on,off");
+    } else if (flag == "--transport") {
       if (value == "mpi") {
         o.transport = "mpi";
       } else if (value.rfind("local:", 0) == 0) {
@@ -989,7 +1003,7 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
   const std::size_t row_length = works_on_rows(o.codec) ? o.row_length : 0;
   zcoll::codec_config settings{.error_bound = o.error_bound, .chunk_values = o.chunk_values};
   if (row_length > 0) settings.shape = {row_length};
-  const zcoll::collective_config config{.threads = o.threads, .pipeline_values = o.pipeline_values};
+  const zcoll::collective_config config{.threads = o.threads, .pipeline_values = o.pipeline_values, .homomorphic = o.homomorphic};
   const collective_op op = o.op;
   const bool reduction = is_reduction(op);
   std::vector<coll_row> rows;
@@ -1196,7 +1210,27 @@ std::string codec_title(const coll_options& o) {
   if (codec.on_rows) {
     return fmt::format("{} ({}, {}, vectors of {})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), o.row_length);
   }
-  return fmt::format("{} ({}, {})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound));
+  const std::string sums = is_reduction(o.op) ? fmt::format(", homomorphic {}", o.homomorphic ? "on" : "off") : "";
+  return fmt::format("{} ({}, {}{})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), sums);
+}
+
+/// Runs `pass(options)` once per --homomorphic setting, in the order given; with more than one, the
+/// --csv and --json files of the passes after the first get ".homomorphic-on" or "-off" appended.
+/// Returns the worst exit status.
+template <class Pass>
+int for_each_pass(const coll_options& o, Pass pass) {
+  int status = 0;
+  for (std::size_t k = 0; k < o.homomorphic_passes.size(); ++k) {
+    coll_options p = o;
+    p.homomorphic = o.homomorphic_passes[k];
+    if (k > 0) {
+      const std::string suffix = p.homomorphic ? ".homomorphic-on" : ".homomorphic-off";
+      if (!p.csv.empty()) p.csv += suffix;
+      if (!p.json.empty()) p.json += suffix;
+    }
+    status = std::max(status, pass(p));
+  }
+  return status;
 }
 
 /// The bound column: the configured bound, "-" for identity, the row length for a row-wise codec.
@@ -1480,8 +1514,10 @@ int run_mpi_bench(const coll_options& o, std::span<const T> file_values, int arg
                                                        std::span<const std::size_t> recv_counts) mutable {
                       native.alltoallv<T>(in, send_counts, out, recv_counts);
                     }};
-    const auto rows = run_schedule<T>(o, file_values, env);
-    return me == 0 ? report(o, "mpi", mpi.size(), true, rows) : 0;
+    return for_each_pass(o, [&](const coll_options& p) {
+      const auto rows = run_schedule<T>(p, file_values, env);
+      return me == 0 ? report(p, "mpi", mpi.size(), true, rows) : 0;
+    });
   } catch (const std::invalid_argument& e) {  // the same on every rank: options checked against the size
     if (me == 0) fmt::print(stderr, "zcoll-bench: {}\n", e.what());
     return 2;
@@ -1497,7 +1533,7 @@ int run_mpi_bench(const coll_options& o, std::span<const T> file_values, int arg
 template <class T>
 int run_typed(const coll_options& o, int argc, char** argv) {
   const std::vector<T> file_values = o.input.empty() ? std::vector<T>{} : read_values<T>(o.input, o.type);
-  if (o.transport == "local") return run_local_bench<T>(o, file_values);
+  if (o.transport == "local") return for_each_pass(o, [&](const coll_options& p) { return run_local_bench<T>(p, file_values); });
 #if ZCOLL_BENCH_HAS_MPI
   return run_mpi_bench<T>(o, file_values, argc, argv);
 #else

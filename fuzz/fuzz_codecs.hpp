@@ -4,6 +4,8 @@
 // decode: arbitrary bytes through the codec's convenience decoder, whose output is sized from the stream
 // header (so a header that claims 2^40 values must be refused before anything is allocated). It must
 // return values or raise zcoll::format_error.
+// add (codecs whose streams add): arbitrary bytes added to a valid stream; the sum must decode, or add
+// raise format_error or argument_error.
 // round trip: arbitrary values compressed and decompressed; every element must keep the contract the
 // stream states — finite values within the stream header's bound, NaN back as NaN, ±Inf back as itself
 // (a codec may instead refuse the input with zcoll::argument_error, naming what it cannot take).
@@ -67,6 +69,50 @@ void decode(std::span<const std::byte> stream) {
   }
 }
 
+/// add: the hostile bytes added to a valid stream made to match their header where it parses (count,
+/// chunking, bound, fill value), so that most inputs reach the chunks. add must give a stream its decoder
+/// takes, or raise format_error (damaged bytes) or argument_error (streams that differ in a setting).
+template <class Entry, class T>
+void add_to_valid(std::span<const std::byte> hostile, const zcoll::stream_header& h) {
+  using Codec = typename Entry::type;
+  const bool chunked = h.chunk_values >= 32 && h.chunk_values <= 65536 && h.chunk_values % 32 == 0;
+  const bool bounded = std::isfinite(h.error_bound) && h.error_bound >= 0;
+  zcoll::codec_config config = config_for<Entry>(bounded ? h.error_bound : 1.0 / 1024);
+  if (chunked) config.chunk_values = h.chunk_values;
+  if (h.has_fill_value) config.fill_value = static_cast<double>(zcoll::fill_value_of<T>(static_cast<zcoll::bits_of<T>>(h.fill_bits)));
+  std::vector<T> values(h.count <= (1u << 16) ? static_cast<std::size_t>(h.count) : 1000);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(std::sin(0.01 * static_cast<double>(i)));
+  const Codec codec{config};
+  const auto valid = codec.compress(values);
+  const auto sum = zcoll::add(zcoll::exec::Host{}, codec, valid, hostile);
+  try {
+    (void)codec.template decompress<T>(sum);
+  } catch (const zcoll::format_error& e) {
+    std::fprintf(stderr, "zcoll-fuzz: add wrote a stream its decoder refuses: %s\n", e.what());
+    std::abort();
+  }
+}
+
+template <class Entry>
+void add(std::span<const std::byte> hostile) {
+  const zcoll::stream_header h = zcoll::read_stream_header(hostile);
+  if (h.type == zcoll::value_type::f64) {
+    add_to_valid<Entry, double>(hostile, h);
+  } else {
+    add_to_valid<Entry, float>(hostile, h);
+  }
+}
+
+/// The add target of an entry, or none for a codec whose streams do not add.
+template <class Entry>
+constexpr void (*add_target())(std::span<const std::byte>) {
+  if constexpr (zcoll::addable_codec<typename Entry::type>) {
+    return &add<Entry>;
+  } else {
+    return nullptr;
+  }
+}
+
 /// What a round trip found: nothing (element -1), a stream that states a looser bound than the codec was
 /// asked for (element -1, stated > requested), or the first element that breaks the stated bound.
 struct violation {
@@ -118,7 +164,19 @@ struct fuzz_codec {
   violation (*round_trip_f32)(std::span<const float>, double);
   violation (*round_trip_f64)(std::span<const double>, double);
   int (*write_seeds)(const std::filesystem::path& dir, const std::vector<std::filesystem::path>& fields);
+  void (*add)(std::span<const std::byte>) = nullptr;  ///< codecs whose streams add (zcoll::addable_codec)
 };
+
+/// Runs the add target on `input`: whatever add raises but format_error and argument_error escapes.
+inline void add_input(const fuzz_codec& codec, std::span<const std::byte> input) {
+  try {
+    codec.add(input);
+  } catch (const zcoll::format_error&) {
+    // a damaged stream
+  } catch (const zcoll::argument_error&) {
+    // a stream that differs from the valid one in a setting: not to be added
+  }
+}
 
 /// The round-trip target's input: byte 0 picks the value type (bit 0: f64) and the absolute bound
 /// 2^(e - 24), e = byte 0 >> 1 (2^-24 .. 2^103); the other bytes are the values, raw.

@@ -2,6 +2,8 @@
 //
 // --target=decode: arbitrary bytes into the codec's decoder. Anything but values or zcoll::format_error —
 //   a crash, a sanitizer report, a leak, another exception, a hang — is a failure.
+// --target=add (codecs whose streams add): arbitrary bytes added to a valid stream; the sum must decode,
+//   or add raise format_error or argument_error; anything else is a failure.
 // --target=round-trip: arbitrary values through the codec and back (round_trip_input's format); an element
 //   that breaks the bound its stream states aborts with the element, and so does any exception but the
 //   codec refusing its input with zcoll::argument_error.
@@ -48,6 +50,9 @@ extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
   }
   codec = &zcoll_fuzz::codec_from_arguments(*argc, *argv, codecs());
   target = zcoll_fuzz::target_from_arguments(*argc, *argv, codecs());
+  if (target == zcoll_fuzz::target::add && codec->add == nullptr) {
+    zcoll_fuzz::usage("--target=add: this codec's streams do not add (zcoll::addable_codec)", codecs());
+  }
   return 0;
 }
 
@@ -59,6 +64,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const zcoll::format_error&) {
       // the expected answer to a damaged stream
     }
+    return 0;
+  }
+  if (target == zcoll_fuzz::target::add) {
+    zcoll_fuzz::add_input(*codec, std::as_bytes(input));
     return 0;
   }
   if (const zcoll_fuzz::violation found = zcoll_fuzz::round_trip_input(*codec, input)) {

@@ -2,7 +2,7 @@
 // The fuzz binary's command line. libFuzzer ignores flags that start with '--', so one binary serves
 // every codec and both targets, each with a corpus of its own:
 //
-//   zcoll-fuzz --codec=NAME --target=decode|round-trip [libFuzzer flags] CORPUS_DIR...
+//   zcoll-fuzz --codec=NAME --target=decode|round-trip|add [libFuzzer flags] CORPUS_DIR...
 //   zcoll-fuzz --write-seeds=OUT_DIR [FIELD.f32...]       (writes the seed corpora and exits)
 
 #include <cstdio>
@@ -14,7 +14,7 @@
 
 namespace zcoll_fuzz {
 
-enum class target { decode, round_trip };
+enum class target { decode, round_trip, add };
 
 /// The value of '--NAME=VALUE' among the arguments, or an empty view.
 inline std::string_view flag(int argc, char** argv, std::string_view name) {
@@ -31,7 +31,7 @@ inline std::string_view flag(int argc, char** argv, std::string_view name) {
 [[noreturn]] inline void usage(const char* problem, const std::vector<fuzz_codec>& codecs) {
   std::fprintf(stderr,
                "zcoll-fuzz: %s\n"
-               "usage: zcoll-fuzz --codec=NAME --target=decode|round-trip [libFuzzer flags] CORPUS_DIR...\n"
+               "usage: zcoll-fuzz --codec=NAME --target=decode|round-trip|add [libFuzzer flags] CORPUS_DIR...\n"
                "       zcoll-fuzz --write-seeds=OUT_DIR [FIELD.f32...]\ncodecs:",
                problem);
   for (const auto& c : codecs) std::fprintf(stderr, " %.*s", static_cast<int>(c.name.size()), c.name.data());
@@ -52,7 +52,8 @@ inline target target_from_arguments(int argc, char** argv, const std::vector<fuz
   const std::string_view name = flag(argc, argv, "target");
   if (name == "decode") return target::decode;
   if (name == "round-trip") return target::round_trip;
-  usage("give the target as --target=decode or --target=round-trip", codecs);
+  if (name == "add") return target::add;
+  usage("give the target as --target=decode, --target=round-trip or --target=add", codecs);
 }
 
 }  // namespace zcoll_fuzz

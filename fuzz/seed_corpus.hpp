@@ -4,6 +4,7 @@
 // the same inputs in the round-trip target's format (byte 0: type and bound, then the values).
 //
 //   zcoll-fuzz --write-seeds=OUT_DIR [FIELD.f32...]   -> OUT_DIR/<codec>/decode/*, OUT_DIR/<codec>/round-trip/*
+//                                                        and, for codecs whose streams add, OUT_DIR/<codec>/add/*
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -82,6 +83,10 @@ int write_seeds(const fs::path& dir, const std::vector<seed_input<T>>& inputs) {
         const auto written = codec.compress(zcoll::exec::Host{}, values, std::span<std::byte>(stream));
         write(dir / "decode" / stem, written);
         ++files;
+        if constexpr (zcoll::addable_codec<typename Entry::type>) {  // the add target starts from valid streams too
+          write(dir / "add" / stem, written);
+          ++files;
+        }
       } catch (const zcoll::argument_error&) {
         // an input this codec refuses: a round-trip seed only
       }
@@ -102,6 +107,7 @@ template <class Entry>
 int seeds_for(const fs::path& dir, const std::vector<fs::path>& fields) {
   fs::create_directories(dir / "decode");
   fs::create_directories(dir / "round-trip");
+  if constexpr (zcoll::addable_codec<typename Entry::type>) fs::create_directories(dir / "add");
   auto floats = adversarial_inputs<float>();
   for (const auto& field : fields) floats.push_back({field.stem().string(), read_field(field, 4096)});
   return write_seeds<Entry, float>(dir, floats) + write_seeds<Entry, double>(dir, adversarial_inputs<double>());
@@ -125,7 +131,7 @@ std::vector<fuzz_codec> registered_fuzz_codecs() {
   std::vector<fuzz_codec> codecs;
   zcoll::for_each_registered_codec<Parts, Part>([&]<class Entry>() {
     codecs.push_back({Entry::name, &decode<Entry>, &round_trip<Entry, float>, &round_trip<Entry, double>,
-                      &seeds::seeds_for<Entry>});
+                      &seeds::seeds_for<Entry>, add_target<Entry>()});
   });
   return codecs;
 }

@@ -30,9 +30,12 @@ struct collective_config {
   bool progress_thread = false;
   /// Sums on compressed streams (collective/detail/homomorphic.hpp, hZCCL): for op::sum with a codec
   /// whose streams add (zcoll::addable_codec, FZLight among them) each rank compresses its input once,
-  /// hops add streams without decompressing, and each result is decompressed once. Off: every hop
-  /// decompresses, reduces and compresses again (min and max always do).
-  bool homomorphic = true;
+  /// hops add streams without decompressing, and each result is decompressed once; the reported bound
+  /// is never larger than the chain's. Off (the default): every hop decompresses, reduces and compresses
+  /// again (min and max always do). Off by default because on the CPUs measured so far the chain is
+  /// faster: FZLight compresses at 7-10 GB/s a core, and adding two streams (two decodes and an encode)
+  /// costs as much as decompressing one and compressing the sum (docs/performance.md, issue 19).
+  bool homomorphic = false;
 
   /// Calls f(name, value) for every setting, in declaration order: verify mode's call signature is made
   /// from this list, so a new setting is checked across ranks once it is added here.

@@ -519,15 +519,14 @@ class Compressed {
     if constexpr (sums_streams<Op>) {
       if (call.compress_now && e.config.homomorphic) {
         const Codec& hops = e.coder.hop_codec(eb);
-        const auto range = [n](int b) { return std::pair{n * static_cast<std::size_t>(b), n}; };
-        detail::piece_table table(call.size(), range, e.config.pipeline_values, e.coder.row_length());
-        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops,
-                                                         table.pieces_of(same_block), table.pieces, in);
+        detail::piece_table table(call.size(), blocks_of_length(n), e.config.pipeline_values, e.coder.row_length());
+        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, table, in);
         detail::hop_error worst{};
         const std::size_t base = n * static_cast<std::size_t>(call.rank());
         for (const std::size_t k : table.of_block[static_cast<std::size_t>(call.rank())]) {
           worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, table.pieces[k], in, out, base));
         }
+        detail::recycle_pieces(call, table);
         detail::set_reduction_bound(call, worst);
         co_await finish(call);
         co_return;
@@ -553,6 +552,7 @@ class Compressed {
         for (const auto& piece : table.pieces) {
           worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, piece, data, data));
         }
+        detail::recycle_pieces(call, table);
         detail::set_reduction_bound(call, worst);
         co_await finish(call);
         co_return;
@@ -590,6 +590,7 @@ class Compressed {
         if (call.rank() == root) {
           for (const auto& piece : table.pieces) worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, piece, in, out));
         }
+        detail::recycle_pieces(call, table);
         // The root's bound, known on every rank.
         std::vector<detail::hop_error> bounds(static_cast<std::size_t>(call.size()));
         bounds[static_cast<std::size_t>(call.rank())] = worst;
@@ -651,7 +652,6 @@ class Compressed {
   /// whose streams add; collective_config::homomorphic decides at run time.
   template <class Op>
   static constexpr bool sums_streams = addable_codec<Codec> && std::is_same_v<Op, op::sum_t>;
-  static constexpr auto same_block = [](int b) { return b; };
 
   /// The rounds of a homomorphic allreduce (the schedule's own, or reduce_scatter then allgather) or,
   /// rooted at `root` >= 0, of a reduce (reduce_scatter then a gather of the finished streams over a
@@ -662,21 +662,17 @@ class Compressed {
     const std::size_t n = values.size();
     const int p = call.size();
     if constexpr (direct_allreduce) {
-      detail::piece_table table(1, [n](int) { return std::pair{std::size_t{0}, n}; }, e.config.pipeline_values, e.coder.row_length());
-      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allreduce, hops, table.pieces_of(same_block),
-                                                       table.pieces, values);
+      detail::piece_table table(1, blocks_of_length(n), e.config.pipeline_values, e.coder.row_length());
+      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allreduce, hops, table, values);
       co_return table;
     } else {
       detail::piece_table table(p, block_ranges(n, p), e.config.pipeline_values, e.coder.row_length());
-      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops,
-                                                       table.pieces_of(same_block), table.pieces, values);
+      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, table, values);
       if (root < 0) {
-        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allgather, hops, table.pieces_of(same_block),
-                                                         table.pieces, values);
+        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allgather, hops, table, values);
       } else {  // block k of the gather is rank (root + k) mod p's
-        const auto owner = [root, p](int k) { return (root + k) % p; };
-        co_await detail::homomorphic_rounds<BinomialTree, Codec, T>(call, e.coder, op_kind::gather, hops, table.pieces_of(owner),
-                                                                    table.pieces, values, root);
+        co_await detail::homomorphic_rounds<BinomialTree, Codec, T>(call, e.coder, op_kind::gather, hops, table, values,
+                                                                    detail::rooted_block{root, p}, root);
       }
       co_return table;
     }
@@ -690,6 +686,11 @@ class Compressed {
     const auto errors = co_await detail::reduce_blocks<S, Codec, T>(
         call, e.coder, op_kind::allreduce, hops, op, [n](int) { return std::pair{std::size_t{0}, n}; }, data);
     detail::set_reduction_bound(call, errors[0]);
+  }
+
+  /// Blocks of n values each: block b is {n · b, n} (reduce_scatter's; one block of n for a direct allreduce).
+  static auto blocks_of_length(std::size_t n) {
+    return [n](int b) { return std::pair{n * static_cast<std::size_t>(b), n}; };
   }
 
   /// Blocks of n/p values (the first n mod p one longer): block b is {first value, count}.

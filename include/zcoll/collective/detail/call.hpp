@@ -49,9 +49,49 @@ struct block_location {
   int from = -1;  // the rank it was received from
 };
 
+/// An allocator whose resize() leaves new bytes uninitialized: a stream buffer is sized for the most a
+/// codec may write and then written, and zero-filling it first cost more than adding two streams.
+template <class T>
+struct default_init_allocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = default_init_allocator<U>;
+  };
+  using std::allocator<T>::allocator;
+  template <class U>
+  void construct(U* at) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(at)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* at, Args&&... args) {
+    ::new (static_cast<void*>(at)) U(std::forward<Args>(args)...);
+  }
+};
+
+/// A codec stream's bytes in a homomorphic reduction (detail/homomorphic.hpp).
+using stream_buffer = std::vector<std::byte, default_init_allocator<std::byte>>;
+
 /// The buffers of one call. The collective keeps them between calls (the hot path allocates nothing
 /// once they have grown) and lends them to a call while it runs.
 struct call_scratch {
+  /// Stream buffers a homomorphic reduction gave back, with their capacity, for the next one to take.
+  std::vector<stream_buffer> spare_streams;
+  /// An empty buffer with room for `bytes` (every piece's buffers are sized for the most its codec may
+  /// write, so after the first call nothing is allocated, and no page is faulted in again).
+  stream_buffer take_stream(std::size_t bytes) {
+    stream_buffer buffer;
+    if (!spare_streams.empty()) {
+      buffer = std::move(spare_streams.back());
+      spare_streams.pop_back();
+      buffer.clear();
+    }
+    buffer.reserve(bytes);
+    return buffer;
+  }
+  void give_back(stream_buffer&& buffer) {
+    if (buffer.capacity() > 0) spare_streams.push_back(std::move(buffer));
+  }
+
   std::vector<std::byte> arena, staging;
   std::vector<wire::hop_header> out_headers, in_headers;  // a pipelined hop's (stable while in flight)
   std::vector<std::vector<std::byte>> in_bytes;           // each received segment's stream

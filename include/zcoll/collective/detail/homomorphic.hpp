@@ -33,62 +33,95 @@ namespace zcoll::detail {
 /// holds them, its own values (exact, while `own`) plus the stream of the other contributions.
 struct stream_piece {
   std::size_t lo = 0, count = 0;
-  bool own = true;                    // this rank's own values count, exactly, beside `others`
-  std::vector<std::byte> own_stream;  // those values compressed, once, when first sent
-  hop_error own_error{};              // what that compression carries
-  std::vector<std::byte> others;      // the sum of the other contributions received (empty: none yet)
-  hop_error error{};                  // what `others` carries
-  int from = -1;                      // the rank `others` last came from (named by a decoding error)
+  bool own = true;             // this rank's own values count, exactly, beside `others`
+  bool own_compressed = false;  // own_stream holds them compressed (once, when first sent)
+  stream_buffer own_stream;
+  hop_error own_error{};       // what that compression carries
+  stream_buffer others;        // the sum of the other contributions received (empty: none yet)
+  hop_error error{};           // what `others` carries
+  int from = -1;               // the rank `others` last came from (named by a decoding error)
 };
 
+/// Schedule block b is table block b (a reduce_scatter, an allgather, a direct allreduce).
+struct same_block {
+  int operator()(int b) const { return b; }
+};
+
+/// Block k of a gather rooted at `root` is rank (root + k) mod ranks's block.
+struct rooted_block {
+  int root = 0, ranks = 1;
+  int operator()(int k) const { return (root + k) % ranks; }
+};
+
+/// The values of the pieces `which`.
+inline std::size_t values_of(const std::vector<stream_piece>& pieces, const std::vector<std::size_t>& which) {
+  std::size_t total = 0;
+  for (const std::size_t k : which) total += pieces[k].count;
+  return total;
+}
+
 /// The pieces of a call, block by block: block b of the table (a range of the call's values) is cut into
-/// pipeline segments, each a piece.
+/// pipeline segments, each a piece. (Named function objects here and below, not lambdas: a coroutine
+/// frame holding a lambda's type trips GCC's -Wsubobject-linkage in files with anonymous namespaces.)
 struct piece_table {
   std::vector<stream_piece> pieces;
   std::vector<std::vector<std::size_t>> of_block;
 
   /// `blocks` blocks, block b holding the values range(b) = {first, count}.
   template <class Range>
-  piece_table(int blocks, Range range, std::size_t pipeline_values, std::size_t row_length)
+  piece_table(int blocks, const Range& range, std::size_t pipeline_values, std::size_t row_length)
       : of_block(static_cast<std::size_t>(blocks)) {
     for (int b = 0; b < blocks; ++b) {
       const auto [lo, count] = range(b);
-      const std::size_t first = pieces.size();
       for (const hop_segment& segment : split_segments(lo, count, pipeline_values, row_length)) {
-        pieces.push_back(stream_piece{.lo = segment.lo, .count = segment.count});
+        of_block[static_cast<std::size_t>(b)].push_back(pieces.size());
+        stream_piece& piece = pieces.emplace_back();
+        piece.lo = segment.lo;
+        piece.count = segment.count;
       }
-      for (std::size_t k = first; k < pieces.size(); ++k) of_block[static_cast<std::size_t>(b)].push_back(k);
     }
   }
 
-  /// The pieces of an exchange's blocks, each schedule block b being table block block_of(b).
+  /// The pieces of an exchange's blocks, schedule block b being table block block_of(b), in the order
+  /// both sides send and receive them.
   template <class BlockOf>
-  auto pieces_of(BlockOf block_of) const {
-    return [this, block_of](const schedule::exchange& x) {
-      std::vector<std::size_t> which;
-      for (int b = x.first_block; b < x.first_block + x.block_count; ++b) {
-        const auto& block = of_block[static_cast<std::size_t>(block_of(b))];
-        which.insert(which.end(), block.begin(), block.end());
-      }
-      return which;
-    };
+  std::vector<std::size_t> pieces_of(const schedule::exchange& x, const BlockOf& block_of) const {
+    std::vector<std::size_t> which;
+    for (int b = x.first_block; b < x.first_block + x.block_count; ++b) {
+      const auto& block = of_block[static_cast<std::size_t>(block_of(b))];
+      which.insert(which.end(), block.begin(), block.end());
+    }
+    return which;
   }
 };
+
+/// Compresses piece `p`'s own values into p.own_stream. A codec that refuses them (argument_error) is
+/// a fault held in verify mode: an empty stream goes out, which its receivers find damaged.
+template <codec Codec, floating_value T>
+void compress_own(call_context& call, const Codec& hops, stream_piece& p, std::span<const T> values) {
+  const auto start = clock::now();
+  p.own_stream = call.scratch().take_stream(hops.template max_compressed_size<T>(p.count));
+  const bool compressed = call.guarded(-1, [&] {
+    p.own_stream.resize(hops.template max_compressed_size<T>(p.count));
+    const auto written = hops.compress(call.exec(), values.subspan(p.lo, p.count), std::span<std::byte>(p.own_stream));
+    p.own_stream.resize(written.size());
+  });
+  if (!compressed) p.own_stream.clear();
+  p.own_error = hop_error{}.after_compression(compressed ? read_stream_header(p.own_stream).error_bound : 0.0);
+  p.own_compressed = true;
+  call.report.compress_s += seconds_since(start);
+}
 
 /// The stream piece `p` sends: its own values ⊕ the others' (own compressed first if not yet), or the
 /// others' stream when it no longer holds own values; `scratch` holds a sum made for the send.
 template <codec Codec, floating_value T>
-std::span<const std::byte> outgoing_stream(call_context& call, block_codec<Codec>& coder, const Codec& hops, stream_piece& p,
-                                           std::span<const T> values, std::vector<std::byte>& scratch, hop_error& carried) {
+std::span<const std::byte> outgoing_stream(call_context& call, const Codec& hops, stream_piece& p, std::span<const T> values,
+                                           stream_buffer& scratch, hop_error& carried) {
   if (!p.own) {
     carried = p.error;
     return p.others;
   }
-  if (p.own_stream.empty()) {
-    const encoded_block written = coder.template encode<T>(call, hops, values.subspan(p.lo, p.count), p.own_stream, 0);
-    p.own_stream.resize(written.size);
-    p.own_error = hop_error{}.after_compression(written.error_bound);
-  }
+  if (!p.own_compressed) compress_own<Codec, T>(call, hops, p, values);
   if (p.others.empty()) {
     carried = p.own_error;
     return p.own_stream;
@@ -100,7 +133,7 @@ std::span<const std::byte> outgoing_stream(call_context& call, block_codec<Codec
     scratch.resize(zcoll::add(call.exec(), hops, p.own_stream, p.others, std::span<std::byte>(scratch)).size());
   } catch (const error& e) {  // `others` came from p.from: streams that do not add are its fault
     call.fail(format_error("block from rank " + std::to_string(p.from) + ": " + call_context::without_prefix(e.what())), p.from);
-    scratch = p.own_stream;  // verify mode holds the fault; the schedule goes on
+    scratch.assign(p.own_stream.begin(), p.own_stream.end());  // verify mode holds the fault; the schedule goes on
   }
   call.report.reduce_s += seconds_since(start);
   return scratch;
@@ -128,17 +161,13 @@ void check_incoming(call_context& call, std::span<const std::byte> stream, std::
 /// One hop of a homomorphic reduction: every piece of the send range goes out as a stream (hop headers
 /// and bytes as reduction.hpp's pipelined_hop sends them), every piece of the receive range is added to
 /// the one held (or replaces it); what was sent changes only after its send has completed.
-template <codec Codec, floating_value T, class PiecesOf>
+template <codec Codec, floating_value T, class BlockOf>
 task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Codec& hops, schedule::step st,
-                       const PiecesOf& pieces_of, std::vector<stream_piece>& pieces, std::span<const T> values) {
+                       piece_table& table, BlockOf block_of, std::span<const T> values) {
   call_scratch& s = call.scratch();
-  const std::vector<std::size_t> in = st.recv.active() ? pieces_of(st.recv) : std::vector<std::size_t>{};
-  const std::vector<std::size_t> out = st.send.active() ? pieces_of(st.send) : std::vector<std::size_t>{};
-  const auto values_in = [&](const std::vector<std::size_t>& which) {
-    std::size_t total = 0;
-    for (const std::size_t k : which) total += pieces[k].count;
-    return total;
-  };
+  std::vector<stream_piece>& pieces = table.pieces;
+  const std::vector<std::size_t> in = st.recv.active() ? table.pieces_of(st.recv, block_of) : std::vector<std::size_t>{};
+  const std::vector<std::size_t> out = st.send.active() ? table.pieces_of(st.send, block_of) : std::vector<std::size_t>{};
   std::vector<hop_segment> incoming(in.size());
   for (std::size_t k = 0; k < in.size(); ++k) incoming[k].count = pieces[in[k]].count;
   s.in_headers.assign(in.size(), wire::hop_header{});
@@ -149,14 +178,15 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
   }
   call.report.communicate_s += seconds_since(start);
 
-  std::vector<std::vector<std::byte>> sums(out.size());  // sums made for sending, alive while in flight
+  std::vector<stream_buffer> sums(out.size());  // sums made for sending, alive while in flight
+  for (std::size_t k = 0; k < out.size(); ++k) sums[k] = s.take_stream(hops.template max_compressed_size<T>(pieces[out[k]].count));
   std::vector<hop_segment> sent(out.size());
   s.out_headers.assign(out.size(), wire::hop_header{});
-  const std::size_t out_values = values_in(out);
+  const std::size_t out_values = values_of(pieces, out);
   for (std::size_t k = 0; k < out.size(); ++k) {
     stream_piece& p = pieces[out[k]];
     hop_error carried{};
-    const std::span<const std::byte> stream = outgoing_stream<Codec, T>(call, coder, hops, p, values, sums[k], carried);
+    const std::span<const std::byte> stream = outgoing_stream<Codec, T>(call, hops, p, values, sums[k], carried);
     s.out_headers[k] = {stream.size(), carried.bound, carried.compressions, p.count, out_values};
     start = clock::now();
     sent[k].header = call.transport().isend_async(st.send.peer, wire::size_tag, std::as_bytes(std::span(&s.out_headers[k], 1)));
@@ -167,9 +197,10 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
   }
 
   // Received pieces, reduced or kept, wait in `next` until the sends have completed.
-  std::vector<std::vector<std::byte>> next(in.size());
+  std::vector<stream_buffer> next(in.size());
+  for (std::size_t k = 0; k < in.size(); ++k) next[k] = s.take_stream(hops.template max_compressed_size<T>(pieces[in[k]].count));
   std::vector<hop_error> next_error(in.size());
-  const std::size_t in_values = values_in(in);
+  const std::size_t in_values = values_of(pieces, in);
   for (std::size_t k = 0; k < in.size(); ++k) {
     start = clock::now();
     co_await call.until_complete(incoming[k].header, st.recv.peer);
@@ -194,7 +225,7 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
     } catch (const error& e) {  // streams that do not add are the sender's fault, whatever add calls them
       call.fail(format_error("block from rank " + std::to_string(st.recv.peer) + ": " + call_context::without_prefix(e.what())),
                 st.recv.peer);
-      next[k] = p.others;  // verify mode holds the fault; the schedule goes on
+      next[k].assign(p.others.begin(), p.others.end());  // verify mode holds the fault; the schedule goes on
     }
     call.report.reduce_s += seconds_since(start);
   }
@@ -204,24 +235,32 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
     co_await call.until_complete(sent[k].data, st.send.peer);
   }
   call.report.communicate_s += seconds_since(start);
+  for (auto& sum : sums) s.give_back(std::move(sum));
   for (std::size_t k = 0; k < in.size(); ++k) {
     stream_piece& p = pieces[in[k]];
     p.others.swap(next[k]);
+    s.give_back(std::move(next[k]));
     p.error = next_error[k];
     p.from = st.recv.peer;
     if (!st.recv.reduce) p.own = false;  // the incoming stream holds every contribution, this rank's too
   }
 }
 
-/// Runs S's rounds of `kind` over the pieces; pieces_of(exchange) lists the pieces of an exchange's
-/// blocks, in the order both sides send and receive them.
-template <class S, codec Codec, floating_value T, class PiecesOf>
+/// Runs S's rounds of `kind` over the table's pieces, schedule block b being table block block_of(b).
+template <class S, codec Codec, floating_value T, class BlockOf = same_block>
 task<> homomorphic_rounds(call_context& call, block_codec<Codec>& coder, schedule::collective_op kind, const Codec& hops,
-                          const PiecesOf& pieces_of, std::vector<stream_piece>& pieces, std::span<const T> values,
-                          int root = 0) {
+                          piece_table& table, std::span<const T> values, BlockOf block_of = {}, int root = 0) {
   for (int r = 0; r < S::rounds(kind, call.size()); ++r) {
     const schedule::step st = S::at(kind, call.size(), call.rank(), r, root);
-    co_await homomorphic_hop<Codec, T>(call, coder, hops, st, pieces_of, pieces, values);
+    co_await homomorphic_hop<Codec, T>(call, coder, hops, st, table, block_of, values);
+  }
+}
+
+/// Gives every piece's stream buffers back to the call's scratch, for the next call to reuse.
+inline void recycle_pieces(call_context& call, piece_table& table) {
+  for (stream_piece& p : table.pieces) {
+    call.scratch().give_back(std::move(p.own_stream));
+    call.scratch().give_back(std::move(p.others));
   }
 }
 
