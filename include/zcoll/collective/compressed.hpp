@@ -520,7 +520,7 @@ class Compressed {
       if (call.compress_now && e.config.homomorphic) {
         const Codec& hops = e.coder.hop_codec(eb);
         detail::piece_table table(call.size(), blocks_of_length(n), e.config.pipeline_values, e.coder.row_length());
-        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, table, in);
+        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, table, in, std::span<T>{});
         detail::hop_error worst{};
         const std::size_t base = n * static_cast<std::size_t>(call.rank());
         for (const std::size_t k : table.of_block[static_cast<std::size_t>(call.rank())]) {
@@ -547,7 +547,7 @@ class Compressed {
     const std::size_t n = data.size();
     if constexpr (sums_streams<Op>) {
       if (call.compress_now && e.config.homomorphic) {
-        auto table = co_await homomorphic_allreduce<T>(e, call, hops, std::span<const T>(data), -1);
+        auto table = co_await homomorphic_allreduce<T>(e, call, hops, std::span<const T>(data), data, -1);
         detail::hop_error worst{};
         for (const auto& piece : table.pieces) {
           worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, piece, data, data));
@@ -585,7 +585,7 @@ class Compressed {
       const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
       if (call.compress_now && e.config.homomorphic) {
         const Codec& hops = e.coder.hop_codec(eb);
-        auto table = co_await homomorphic_allreduce<T>(e, call, hops, in, root);
+        auto table = co_await homomorphic_allreduce<T>(e, call, hops, in, call.rank() == root ? out : std::span<T>{}, root);
         detail::hop_error worst{};
         if (call.rank() == root) {
           for (const auto& piece : table.pieces) worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, piece, in, out));
@@ -655,23 +655,24 @@ class Compressed {
 
   /// The rounds of a homomorphic allreduce (the schedule's own, or reduce_scatter then allgather) or,
   /// rooted at `root` >= 0, of a reduce (reduce_scatter then a gather of the finished streams over a
-  /// binomial tree). Returns the pieces, for the ranks to decompress what they need.
+  /// binomial tree). Pieces that arrive finished are decoded into `result` (empty: this rank keeps no
+  /// result) on arrival; returns the pieces, for the ranks to finish the others.
   template <floating_value T>
   static detail::task<detail::piece_table> homomorphic_allreduce(engine& e, detail::call_context& call, const Codec& hops,
-                                                                 std::span<const T> values, int root) {
+                                                                 std::span<const T> values, std::span<T> result, int root) {
     const std::size_t n = values.size();
     const int p = call.size();
     if constexpr (direct_allreduce) {
       detail::piece_table table(1, blocks_of_length(n), e.config.pipeline_values, e.coder.row_length());
-      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allreduce, hops, table, values);
+      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allreduce, hops, table, values, result);
       co_return table;
     } else {
       detail::piece_table table(p, block_ranges(n, p), e.config.pipeline_values, e.coder.row_length());
-      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, table, values);
+      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, table, values, result);
       if (root < 0) {
-        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allgather, hops, table, values);
+        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allgather, hops, table, values, result);
       } else {  // block k of the gather is rank (root + k) mod p's
-        co_await detail::homomorphic_rounds<BinomialTree, Codec, T>(call, e.coder, op_kind::gather, hops, table, values,
+        co_await detail::homomorphic_rounds<BinomialTree, Codec, T>(call, e.coder, op_kind::gather, hops, table, values, result,
                                                                     detail::rooted_block{root, p}, root);
       }
       co_return table;

@@ -40,6 +40,7 @@ struct stream_piece {
   stream_buffer others;        // the sum of the other contributions received (empty: none yet)
   hop_error error{};           // what `others` carries
   int from = -1;               // the rank `others` last came from (named by a decoding error)
+  bool finished = false;       // its result is written already (decoded on arrival: see homomorphic_hop)
 };
 
 /// Schedule block b is table block b (a reduce_scatter, an allgather, a direct allreduce).
@@ -161,9 +162,13 @@ void check_incoming(call_context& call, std::span<const std::byte> stream, std::
 /// One hop of a homomorphic reduction: every piece of the send range goes out as a stream (hop headers
 /// and bytes as reduction.hpp's pipelined_hop sends them), every piece of the receive range is added to
 /// the one held (or replaces it); what was sent changes only after its send has completed.
+///
+/// A stream that replaces the one held holds every contribution: it is the piece's result, decoded into
+/// `result` (the call's output, value 0 at its start; empty on a rank that keeps no result) as soon as it
+/// arrives, while the rest of the hop is still on the wire, and forwarded unchanged in later hops.
 template <codec Codec, floating_value T, class BlockOf>
 task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Codec& hops, schedule::step st,
-                       piece_table& table, BlockOf block_of, std::span<const T> values) {
+                       piece_table& table, BlockOf block_of, std::span<const T> values, std::span<T> result) {
   call_scratch& s = call.scratch();
   std::vector<stream_piece>& pieces = table.pieces;
   const std::vector<std::size_t> in = st.recv.active() ? table.pieces_of(st.recv, block_of) : std::vector<std::size_t>{};
@@ -215,6 +220,10 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
       check_incoming<Codec, T>(call, bytes, p.count, st.recv.peer);
       next[k].assign(bytes.begin(), bytes.end());
       next_error[k] = theirs;
+      if (!st.recv.reduce && !result.empty()) {  // finished: its own values are no longer read
+        coder.template decode<T>(call, hops, bytes, result.subspan(p.lo, p.count), st.recv.peer);
+        p.finished = true;
+      }
       continue;
     }
     start = clock::now();
@@ -247,12 +256,14 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
 }
 
 /// Runs S's rounds of `kind` over the table's pieces, schedule block b being table block block_of(b).
+/// Finished pieces are decoded into `result` on arrival (homomorphic_hop).
 template <class S, codec Codec, floating_value T, class BlockOf = same_block>
 task<> homomorphic_rounds(call_context& call, block_codec<Codec>& coder, schedule::collective_op kind, const Codec& hops,
-                          piece_table& table, std::span<const T> values, BlockOf block_of = {}, int root = 0) {
+                          piece_table& table, std::span<const T> values, std::span<T> result, BlockOf block_of = {},
+                          int root = 0) {
   for (int r = 0; r < S::rounds(kind, call.size()); ++r) {
     const schedule::step st = S::at(kind, call.size(), call.rank(), r, root);
-    co_await homomorphic_hop<Codec, T>(call, coder, hops, st, table, block_of, values);
+    co_await homomorphic_hop<Codec, T>(call, coder, hops, st, table, block_of, values, result);
   }
 }
 
@@ -269,6 +280,7 @@ inline void recycle_pieces(call_context& call, piece_table& table) {
 template <codec Codec, floating_value T>
 hop_error finish_piece(call_context& call, block_codec<Codec>& coder, const Codec& hops, const stream_piece& p,
                        std::span<const T> values, std::span<T> out, std::size_t base = 0) {
+  if (p.finished) return p.error;  // decoded on arrival
   const std::span<T> target = out.subspan(p.lo - base, p.count);
   if (p.others.empty()) {
     if (target.data() != values.data() + p.lo) std::copy_n(values.begin() + static_cast<std::ptrdiff_t>(p.lo), p.count, target.begin());
