@@ -183,6 +183,8 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
   }
   call.report.communicate_s += seconds_since(start);
 
+  const std::size_t in_values = values_of(pieces, in);
+  std::size_t posted = 0;  // incoming segments whose bytes' receive is posted
   std::vector<stream_buffer> sums(out.size());  // sums made for sending, alive while in flight
   for (std::size_t k = 0; k < out.size(); ++k) sums[k] = s.take_stream(hops.template max_compressed_size<T>(pieces[out[k]].count));
   std::vector<hop_segment> sent(out.size());
@@ -198,6 +200,7 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
     sent[k].data = call.transport().isend_async(st.send.peer, wire::data_tag, stream);
     call.report.bytes_sent += sizeof(wire::hop_header) + stream.size();
     call.report.raw_bytes_sent += p.count * sizeof(T);
+    posted = post_arrived<Codec, T>(call, coder, st.recv.peer, incoming, posted, in_values);
     call.report.communicate_s += seconds_since(start);
   }
 
@@ -205,12 +208,15 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
   std::vector<stream_buffer> next(in.size());
   for (std::size_t k = 0; k < in.size(); ++k) next[k] = s.take_stream(hops.template max_compressed_size<T>(pieces[in[k]].count));
   std::vector<hop_error> next_error(in.size());
-  const std::size_t in_values = values_of(pieces, in);
   for (std::size_t k = 0; k < in.size(); ++k) {
     start = clock::now();
-    co_await call.until_complete(incoming[k].header, st.recv.peer);
-    post_segment_receive<Codec, T>(call, coder, st.recv.peer, incoming, k, in_values);
+    posted = post_arrived<Codec, T>(call, coder, st.recv.peer, incoming, posted, in_values);
+    if (posted == k) {
+      co_await call.until_complete(incoming[k].header, st.recv.peer);
+      post_segment_receive<Codec, T>(call, coder, st.recv.peer, incoming, posted++, in_values);
+    }
     co_await call.until_complete(incoming[k].data, st.recv.peer);
+    posted = post_arrived<Codec, T>(call, coder, st.recv.peer, incoming, posted, in_values);
     call.report.communicate_s += seconds_since(start);
     const wire::hop_header& h = s.in_headers[k];
     const hop_error theirs{h.error_bound, h.compressions};
@@ -253,6 +259,18 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
     p.from = st.recv.peer;
     if (!st.recv.reduce) p.own = false;  // the incoming stream holds every contribution, this rank's too
   }
+}
+
+/// Posts the receive of every segment's bytes whose header has arrived, from `posted` on; returns how
+/// many are posted. Posting early lets a peer's bytes flow while this rank adds (MPI moves a large message
+/// only once its receive is posted).
+template <codec Codec, floating_value T>
+std::size_t post_arrived(call_context& call, block_codec<Codec>& coder, int peer, std::vector<hop_segment>& incoming,
+                         std::size_t posted, std::size_t hop_values) {
+  while (posted < incoming.size() && call.test_held(incoming[posted].header, peer)) {
+    post_segment_receive<Codec, T>(call, coder, peer, incoming, posted++, hop_values);
+  }
+  return posted;
 }
 
 /// Runs S's rounds of `kind` over the table's pieces, schedule block b being table block block_of(b).
