@@ -581,8 +581,8 @@ class Compressed {
 
   template <floating_value T, class Op>
   static detail::task<> run_reduce(engine& e, detail::call_context& call, std::span<const T> in, std::span<T> out, Op op, int root) {
+    const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
     if constexpr (sums_streams<Op>) {
-      const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
       if (call.compress_now && e.config.homomorphic) {
         const Codec& hops = e.coder.hop_codec(eb);
         auto table = co_await homomorphic_allreduce<T>(e, call, hops, in, call.rank() == root ? out : std::span<T>{}, root);
@@ -599,11 +599,8 @@ class Compressed {
         co_await finish(call);
         co_return;
       }
-      co_await run_reduce_chain<T>(e, call, in, out, op, root, eb);
-    } else {
-      const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
-      co_await run_reduce_chain<T>(e, call, in, out, op, root, eb);
     }
+    co_await run_reduce_chain<T>(e, call, in, out, op, root, eb);
   }
 
   /// reduce by decompress-reduce-compress hops, with the hops' bound `eb`.
