@@ -91,7 +91,7 @@ struct pipeline_add {
       return static_cast<chunk_kind>(std::to_integer<std::uint8_t>(c[0]));
     };
     if (kind(a) == chunk_kind::coded && kind(b) == chunk_kind::coded && quantizer.usable()) {
-      if (const auto size = add_blocks<T>(quantizer, new_state, a, b, n, out, chunk_number)) return *size;
+      if (const auto size = add_blocks<T, BlockQuantizer>(new_state, a, b, n, out, chunk_number)) return *size;
     }
     return add_lanes<T>(quantizer, fill, new_state, a, b, n, out, scratch, chunk_number);
   }
@@ -132,6 +132,17 @@ struct pipeline_add {
 #endif
   }
 
+  /// A bound on the magnitudes of the encoded block at `block`: from its first byte where the encoder
+  /// states its bit width there (BitShuffle), else from its residuals decoded into `scratch`.
+  static std::uint64_t encoded_magnitude(const std::byte* block, std::uint32_t* scratch) {
+    if constexpr (requires { E::magnitude_bound(std::byte{}); }) {
+      return E::magnitude_bound(block[0]);
+    } else {
+      E::decode_checked_block(block, scratch);
+      return magnitude_bound(scratch);
+    }
+  }
+
   /// A bound on the magnitudes of 32 residuals: their bitwise OR as unsigned magnitudes.
   static std::uint64_t magnitude_bound(const std::uint32_t* residuals) {
     std::uint32_t bits = 0;
@@ -145,7 +156,7 @@ struct pipeline_add {
   /// Block by block; nothing when the sum needs the lane-by-lane path (a code out of range, or a coded
   /// form not smaller than the values).
   template <floating_value T, class BlockQuantizer, class NewState>
-  static std::optional<std::size_t> add_blocks(const BlockQuantizer& quantizer, const NewState& new_state,
+  static std::optional<std::size_t> add_blocks(const NewState& new_state,
                                                std::span<const std::byte> a, std::span<const std::byte> b, std::size_t n,
                                                std::byte* out, std::size_t chunk_number) {
     std::byte* const limit = out + n * sizeof(T);  // the chunk must end up smaller than its verbatim form
@@ -170,12 +181,7 @@ struct pipeline_add {
         if (size > static_cast<std::size_t>(limit - cursor)) return std::nullopt;
         std::memcpy(cursor, kept, size);
         cursor += size;
-        if constexpr (requires { E::magnitude_bound(std::byte{}); }) {
-          magnitude = E::magnitude_bound(kept[0]);
-        } else {
-          E::decode_checked_block(kept, ra);
-          magnitude = magnitude_bound(ra);
-        }
+        magnitude = encoded_magnitude(kept, ra);
       } else {
         E::decode_checked_block(block_a, ra);
         E::decode_checked_block(block_b, rb);
@@ -190,11 +196,7 @@ struct pipeline_add {
           std::memcpy(cursor, aside, size);
           cursor += size;
         }
-        if constexpr (requires { E::magnitude_bound(std::byte{}); }) {
-          magnitude = E::magnitude_bound(written[0]);  // the encoder has found the bit width already
-        } else {
-          magnitude = magnitude_bound(reinterpret_cast<const std::uint32_t*>(sum));
-        }
+        magnitude = encoded_magnitude(written, ra);
       }
       code_bound = codes_are_residuals ? std::max(code_bound, magnitude) : code_bound + block_values * magnitude;
     }
@@ -202,7 +204,7 @@ struct pipeline_add {
       throw format_error("chunk " + std::to_string(chunk_number) + ": bytes left after the last block");
     }
     if (code_bound > static_cast<std::uint64_t>(BlockQuantizer::max_code) &&
-        !codes_within_range(quantizer, new_state, out + 1, n)) {
+        !codes_within_range<BlockQuantizer>(new_state, out + 1, n)) {
       return std::nullopt;
     }
     out[0] = static_cast<std::byte>(chunk_kind::coded);
@@ -211,7 +213,7 @@ struct pipeline_add {
 
   /// Whether every code of the coded chunk at `blocks` (n values) is within the quantizer's range.
   template <class BlockQuantizer, class NewState>
-  static bool codes_within_range(const BlockQuantizer&, const NewState& new_state, const std::byte* blocks, std::size_t n) {
+  static bool codes_within_range(const NewState& new_state, const std::byte* blocks, std::size_t n) {
     auto state = new_state();
     alignas(64) std::uint32_t codes[block_values];
     for (std::size_t first = 0; first < n; first += block_values) {
