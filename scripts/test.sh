@@ -2,8 +2,9 @@
 # Builds and runs every test (CMakePresets.json, docs/reliability.md); CI runs exactly this:
 #   release  -march=native: every test on the native (AVX2) code paths at -O2/-O3, zcoll-bench and its
 #            tests, the examples, the CUDA build, the header, compile-fail, package and ccache checks
-#   asan     every test under address + undefined-behaviour sanitizers (portable paths, and the AVX2
-#            variant of the vector-path tests), MPI under mpirun with 1, 2, 3, 4 and 7 ranks
+#   asan     every test under address + undefined-behaviour sanitizers, built by clang 14 (portable
+#            paths, and the AVX2 variant of the vector-path tests), MPI under mpirun with 1, 2, 3, 4 and 7
+#            ranks: GCC builds the release preset, so every test compiles with both compilers
 #   fuzz     every codec's decode and round-trip libFuzzer target for ZCOLL_FUZZ_SECONDS (default 10)
 #            seconds each, from the seed corpora (fuzz/run; 0 leaves them out)
 #   tsan     the threaded code under the thread sanitizer: transport::Local and the collectives, and
@@ -12,7 +13,7 @@
 # existing release build: ctest --preset release -L quick. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+stage "dependencies" scripts/install-deps.sh
 jobs=$(nproc)
 fuzz_seconds=${ZCOLL_FUZZ_SECONDS:-10}
 [[ $fuzz_seconds =~ ^[0-9]+$ ]] ||
@@ -20,20 +21,28 @@ fuzz_seconds=${ZCOLL_FUZZ_SECONDS:-10}
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
+# The wall time of each stage, for the summary at the end (CI must stay under 35 minutes cold).
+stage_times=()
+stage() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  stage_times+=("$(printf '%-14s %4d s' "$name" $((SECONDS - start)))")
+}
+
 # One preset: configure, build, test; the ctest output is kept for the totals below.
 run_preset() {
   local preset=$1
   echo "=== zcoll tests: $preset"
-  cmake --preset "$preset" >/dev/null
-  cmake --build --preset "$preset" -j "$jobs"
-  ctest --preset "$preset" -j "$jobs" | tee "$logs/ctest-$preset.log"
+  stage "$preset build" bash -c "cmake --preset $preset >/dev/null && cmake --build --preset $preset -j $jobs"
+  stage "$preset tests" bash -c "ctest --preset $preset -j $jobs | tee $logs/ctest-$preset.log; exit \${PIPESTATUS[0]}"
 }
 
 run_preset release
 run_preset asan
 if [ "$fuzz_seconds" -gt 0 ]; then
   echo "=== zcoll tests: fuzz ($fuzz_seconds s per codec and target)"
-  fuzz/run --seconds "$fuzz_seconds" | tee "$logs/fuzz.log"
+  stage "fuzz" bash -c "fuzz/run --seconds $fuzz_seconds | tee $logs/fuzz.log; exit \${PIPESTATUS[0]}"
 fi
 run_preset tsan
 
@@ -45,3 +54,5 @@ inputs=0
 [ -f "$logs/fuzz.log" ] && inputs=$(awk '$4 == "inputs" { n += $3 } END { print n + 0 }' "$logs/fuzz.log")
 echo "zcoll: ${inputs} fuzz inputs executed"
 echo "ci: $((tests - skipped)) passed, 0 failed, ${skipped} skipped"
+echo "ci: wall time per stage:"
+printf '  %s\n' "${stage_times[@]}"

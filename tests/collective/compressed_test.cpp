@@ -149,53 +149,76 @@ TEST_CASE("Compressed allreduce: Ring (Z-Allreduce), RecursiveDoubling and Hiera
   check_allreduce<zcoll::RecursiveDoubling, zcoll::FZLight>(3001, zcoll::op::max);
 }
 
-TEST_CASE("PIPE-fZ-light: reduction hops sent in segments give the same bits as one stream per hop",
-          "[collective][allreduce][pipeline]") {
-  // At an absolute bound a value's reconstruction does not depend on where its stream starts, so
-  // segmenting changes the messages, not the result. Segments of 5, 64 and 1000 values (about 200, 16
-  // and 1 per block); recursive doubling sends and receives the same range in a round (the receive side
-  // must not reduce into values not yet compressed).
-  const auto run = [](auto schedule_tag, auto codec_tag, auto op, int p, std::size_t n, std::size_t segment,
-                      std::size_t row) {
-    using Schedule = decltype(schedule_tag);
-    using Codec = decltype(codec_tag);
-    std::vector<std::vector<float>> results(static_cast<std::size_t>(p));
-    run_local(p, [&](Local& t) {
-      zcoll::codec_config settings{.error_bound = row > 0 ? zcoll::bound{} : zcoll::absolute(eb)};
-      if (row > 0) settings.shape = {row};
-      zcoll::Compressed<Schedule, Codec> coll{t, Codec{settings}, {.pipeline_values = segment}};
-      auto data = contribution<float>(t.rank(), n);
-      for (int step = 0; step < 2; ++step) {  // twice: error feedback carries per segment
-        data = contribution<float>(t.rank(), n);
-        coll.allreduce(std::span<float>(data), op);
-      }
-      results[static_cast<std::size_t>(t.rank())] = data;
-    });
-    return results;
-  };
-  const auto same_bits = [&](auto schedule_tag, auto codec_tag, auto op, std::size_t row) {
-    for (int p : {2, 3, 4, 7}) {
-      const std::size_t n = static_cast<std::size_t>(p) * (row > 0 ? 3 * row : 1001);
-      const auto whole = run(schedule_tag, codec_tag, op, p, n, 0, row);
-      for (std::size_t segment : {std::size_t{5}, std::size_t{64}, std::size_t{1000}}) {
-        const auto pieces = run(schedule_tag, codec_tag, op, p, n, segment, row);
-        for (int r = 0; r < p; ++r) {
-          const auto& a = whole[static_cast<std::size_t>(r)];
-          const auto& b = pieces[static_cast<std::size_t>(r)];
-          INFO(decltype(schedule_tag)::name << " " << decltype(codec_tag)::name() << " p=" << p << " segment "
-                                            << segment << " rank " << r);
-          REQUIRE(a.size() == b.size());
-          REQUIRE(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-        }
+namespace {
+
+// At an absolute bound a value's reconstruction does not depend on where its stream starts, so segmenting
+// changes the messages, not the result. Segments of 5, 64 and 1000 values (about 200, 16 and 1 per
+// block); recursive doubling sends and receives the same range in a round (the receive side must not
+// reduce into values not yet compressed). One test case per schedule: under the thread sanitizer each
+// takes tens of seconds, and ctest runs separate cases side by side.
+template <class Schedule, class Codec, class Op>
+std::vector<std::vector<float>> segmented_allreduce(Op op, int p, std::size_t n, std::size_t segment, std::size_t row) {
+  std::vector<std::vector<float>> results(static_cast<std::size_t>(p));
+  run_local(p, [&](Local& t) {
+    zcoll::codec_config settings{.error_bound = row > 0 ? zcoll::bound{} : zcoll::absolute(eb)};
+    if (row > 0) settings.shape = {row};
+    zcoll::Compressed<Schedule, Codec> coll{t, Codec{settings}, {.pipeline_values = segment}};
+    auto data = contribution<float>(t.rank(), n);
+    for (int step = 0; step < 2; ++step) {  // twice: error feedback carries per segment
+      data = contribution<float>(t.rank(), n);
+      coll.allreduce(std::span<float>(data), op);
+    }
+    results[static_cast<std::size_t>(t.rank())] = data;
+  });
+  return results;
+}
+
+template <class Schedule, class Codec, class Op>
+void require_same_bits_segmented(Op op, std::size_t row) {
+  for (int p : {2, 3, 4, 7}) {
+    const std::size_t n = static_cast<std::size_t>(p) * (row > 0 ? 3 * row : 1001);
+    const auto whole = segmented_allreduce<Schedule, Codec>(op, p, n, 0, row);
+    for (std::size_t segment : {std::size_t{5}, std::size_t{64}, std::size_t{1000}}) {
+      const auto pieces = segmented_allreduce<Schedule, Codec>(op, p, n, segment, row);
+      for (int r = 0; r < p; ++r) {
+        const auto& a = whole[static_cast<std::size_t>(r)];
+        const auto& b = pieces[static_cast<std::size_t>(r)];
+        INFO(Schedule::name << " " << Codec::name() << " p=" << p << " segment " << segment << " rank " << r);
+        REQUIRE(a.size() == b.size());
+        REQUIRE(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
       }
     }
-  };
-  same_bits(zcoll::Ring{}, zcoll::FZLight{}, zcoll::op::sum, 0);
-  same_bits(zcoll::RecursiveDoubling{}, zcoll::FZLight{}, zcoll::op::sum, 0);
-  same_bits(zcoll::RecursiveDoubling{}, zcoll::FZLight{}, zcoll::op::max, 0);
-  same_bits(zcoll::Hierarchical<zcoll::BinomialTree, zcoll::RecursiveDoubling, 4>{}, zcoll::FZLight{}, zcoll::op::min, 0);
-  same_bits(zcoll::Ring{}, zcoll::Int4{{.shape = {64}}}, zcoll::op::sum, 64);  // segments of whole rows
-  same_bits(zcoll::Ring{}, zcoll::ErrorFeedback<zcoll::Int4>{{.shape = {64}}}, zcoll::op::sum, 64);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("PIPE-fZ-light: ring reduction hops sent in segments give the same bits as one stream per hop",
+          "[collective][allreduce][pipeline]") {
+  require_same_bits_segmented<zcoll::Ring, zcoll::FZLight>(zcoll::op::sum, 0);
+}
+
+TEST_CASE("PIPE-fZ-light: recursive-doubling hops (sum) sent in segments give the same bits as one stream per hop",
+          "[collective][allreduce][pipeline]") {
+  require_same_bits_segmented<zcoll::RecursiveDoubling, zcoll::FZLight>(zcoll::op::sum, 0);
+}
+
+TEST_CASE("PIPE-fZ-light: recursive-doubling hops (max) sent in segments give the same bits as one stream per hop",
+          "[collective][allreduce][pipeline]") {
+  require_same_bits_segmented<zcoll::RecursiveDoubling, zcoll::FZLight>(zcoll::op::max, 0);
+}
+
+TEST_CASE("PIPE-fZ-light: hierarchical hops (min) sent in segments give the same bits as one stream per hop",
+          "[collective][allreduce][pipeline]") {
+  require_same_bits_segmented<zcoll::Hierarchical<zcoll::BinomialTree, zcoll::RecursiveDoubling, 4>, zcoll::FZLight>(
+      zcoll::op::min, 0);
+}
+
+TEST_CASE("PIPE: Int4 ring hops in segments of whole rows give the same bits as one stream per hop, with and "
+          "without error feedback",
+          "[collective][allreduce][pipeline]") {
+  require_same_bits_segmented<zcoll::Ring, zcoll::Int4>(zcoll::op::sum, 64);
+  require_same_bits_segmented<zcoll::Ring, zcoll::ErrorFeedback<zcoll::Int4>>(zcoll::op::sum, 64);
 }
 
 TEST_CASE("PIPE-fZ-light over a modelled link: segments overlap, every element within the reported bound",

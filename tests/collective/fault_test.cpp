@@ -303,7 +303,9 @@ const std::vector<std::pair<std::string, call>>& every_operation() {
 TEST_CASE("Verify mode, every operation: a peer's damaged block makes every rank raise the same format_error "
           "naming the sender, and leaves no message behind",
           "[collective][fault][verify]") {
-  for (const auto& [name, run] : every_operation()) {
+  for (const auto& operation : every_operation()) {
+    const std::string& name = operation.first;
+    const call& run = operation.second;  // not a structured binding: clang 14 cannot capture one in a lambda
     INFO(name);
     raised_by_ranks raised;
     run_local(4, [&](Local& t) {
