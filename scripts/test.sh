@@ -13,14 +13,6 @@
 # existing release build: ctest --preset release -L quick. Exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-stage "dependencies" scripts/install-deps.sh
-jobs=$(nproc)
-fuzz_seconds=${ZCOLL_FUZZ_SECONDS:-10}
-[[ $fuzz_seconds =~ ^[0-9]+$ ]] ||
-  { echo "scripts/test.sh: ZCOLL_FUZZ_SECONDS must be a whole number of seconds, not '$fuzz_seconds'" >&2; exit 2; }
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
-
 # The wall time of each stage, for the summary at the end (CI must stay under 35 minutes cold).
 stage_times=()
 stage() {
@@ -29,6 +21,14 @@ stage() {
   "$@"
   stage_times+=("$(printf '%-14s %4d s' "$name" $((SECONDS - start)))")
 }
+
+stage "dependencies" scripts/install-deps.sh
+jobs=$(nproc)
+fuzz_seconds=${ZCOLL_FUZZ_SECONDS:-10}
+[[ $fuzz_seconds =~ ^[0-9]+$ ]] ||
+  { echo "scripts/test.sh: ZCOLL_FUZZ_SECONDS must be a whole number of seconds, not '$fuzz_seconds'" >&2; exit 2; }
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
 
 # One preset: configure, build, test; the ctest output is kept for the totals below.
 run_preset() {
