@@ -36,8 +36,9 @@ enum {
   ZCOLL_ERR_OTHER = 4      /* anything else (out of memory) */
 };
 
-/* The value types of the codecs. */
-typedef enum { ZCOLL_FLOAT = 0, ZCOLL_DOUBLE = 1 } zcoll_type;
+/* The value types of the codecs. (ZCOLL_TYPE_INT_RANGE_ makes any int a valid value of the type, so
+ * that a wrong one is an error the library reports, in C and C++ alike.) */
+typedef enum { ZCOLL_FLOAT = 0, ZCOLL_DOUBLE = 1, ZCOLL_TYPE_INT_RANGE_ = 0x7fffffff } zcoll_type;
 
 /* What the last failed call on this thread was told: a message that names the argument. */
 const char* zcoll_error_message(void);

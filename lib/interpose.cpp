@@ -119,7 +119,7 @@ class interposer {
     try {
       const collective_report r = body();
       inside_ = false;
-      report_.add_intercepted(op, r, seconds_since(start));
+      count_intercepted(op, r, seconds_since(start));
       return MPI_SUCCESS;
     } catch (const std::exception& e) {
       inside_ = false;
@@ -135,7 +135,9 @@ class interposer {
     const int code = pmpi();
     int bytes = 0;
     if (type != MPI_DATATYPE_NULL) PMPI_Type_size(type, &bytes);
-    report_.add_passed_through(op, static_cast<double>(values) * bytes, seconds_since(start));
+    const double seconds = seconds_since(start);
+    std::lock_guard lock(report_mutex_);
+    report_.add_passed_through(op, static_cast<double>(values) * bytes, seconds);
     return code;
   }
 
@@ -177,7 +179,7 @@ class interposer {
       const bool ended = block ? (call.request.wait(), true) : call.request.test();
       inside_ = false;
       if (!ended) return MPI_SUCCESS;
-      report_.add_intercepted(call.op, call.request.report(), seconds_since(call.started));
+      count_intercepted(call.op, call.request.report(), seconds_since(call.started));
     } catch (const std::exception& e) {
       inside_ = false;
       const operation op = call.op;
@@ -194,6 +196,11 @@ class interposer {
   }
 
  private:
+  void count_intercepted(operation op, const collective_report& r, double seconds) {
+    std::lock_guard lock(report_mutex_);
+    report_.add_intercepted(op, r, seconds);
+  }
+
   int fail(operation op, MPI_Comm comm, const char* what) {
     std::fprintf(stderr, "libzcoll-mpi: MPI_%s: %s\n", std::string(name_of(op)).c_str(), what);
     std::fflush(stderr);
@@ -242,6 +249,7 @@ class interposer {
   static thread_local bool inside_;  // zcoll's own MPI calls pass through uncounted
   int keyval_ = MPI_KEYVAL_INVALID;
   std::mutex mutex_;  // states_ and pending_: MPI_THREAD_MULTIPLE programs call from several threads
+  std::mutex report_mutex_;  // report_, for the same reason
   std::set<comm_state*> states_;
   std::map<MPI_Request, pending_call> pending_;
   std::atomic<std::size_t> pending_count_{0};
@@ -503,6 +511,13 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices
     if (code == MPI_SUCCESS) code = PMPI_Testsome(incount, requests, outcount, indices, statuses);
     if (code != MPI_SUCCESS || *outcount != 0) return code;
   }
+}
+
+// Freeing a request of zcoll's first completes its call: the other ranks are in it, and its messages use
+// the program's buffers (MPI lets a program free an active request and learn of its end otherwise).
+int MPI_Request_free(MPI_Request* request) {
+  const int code = zcoll::lib::advance_all(1, request, true);
+  return code != MPI_SUCCESS ? code : PMPI_Request_free(request);
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
