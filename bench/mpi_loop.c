@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
       if (rep >= 0) times[rep] = slowest;
     }
     qsort(times, (size_t)reps, sizeof(double), compare_doubles);
-    if (rank == 0) printf("%s,%d,%s,%.6f,%.6f\n", op, size, item, times[reps / 2], times[0]);
+    if (rank == 0) printf("%s,%d,%s,%.9f,%.9f\n", op, size, item, times[reps / 2], times[0]);
     free(data);
     free(all);
     free(times);

@@ -131,8 +131,10 @@ interpose_settings read_interpose_settings(const std::function<const char*(const
       s.collectives.bcast = bcast_schedule::binomial_tree;
     } else if (*v == "scatter_allgather") {
       s.collectives.bcast = bcast_schedule::scatter_allgather;
+    } else if (*v == "chain") {
+      s.collectives.bcast = bcast_schedule::chain;
     } else {
-      bad_value("ZCOLL_SCHEDULE_BCAST", *v, "binomial_tree or scatter_allgather");
+      bad_value("ZCOLL_SCHEDULE_BCAST", *v, "binomial_tree, scatter_allgather or chain");
     }
   }
   // The operations with one schedule: naming it is allowed, naming another is an error.

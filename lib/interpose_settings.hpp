@@ -7,7 +7,7 @@
 //   ZCOLL_OPS              allreduce,bcast,...        the operations to compress (default: all nine)
 //   ZCOLL_MIN_BYTES        1M                         the smallest message compressed (default 1 MiB)
 //   ZCOLL_SCHEDULE_<OP>    ring | recursive_doubling  for ALLREDUCE (and IALLREDUCE), REDUCE, ALLGATHER;
-//                          binomial_tree | scatter_allgather for BCAST
+//                          binomial_tree | scatter_allgather | chain for BCAST
 //   ZCOLL_THREADS          1                          codec threads per rank
 //   ZCOLL_VERIFY           0 | 1                      verify mode (collective_config::verify)
 //   ZCOLL_HOMOMORPHIC      0 | 1                      sums on compressed streams (collective_config)

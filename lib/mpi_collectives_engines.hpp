@@ -18,6 +18,7 @@ struct mpi_collectives::engines {
   slot<RecursiveDoubling> recursive_doubling;
   slot<BinomialTree> binomial_tree;
   slot<ScatterAllgather> scatter_allgather;
+  slot<Chain<>> chain;  // the pipelined bcast (32 segments)
   slot<Pairwise> pairwise;
 };
 

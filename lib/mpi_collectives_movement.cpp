@@ -32,6 +32,7 @@ collective_report mpi_collectives::bcast(value_kind v, void* data, std::size_t c
   if (settings_.bcast == bcast_schedule::binomial_tree) {
     return run(detail::engine_in(the_engines().binomial_tree, comm_, error_bound_, settings_));
   }
+  if (settings_.bcast == bcast_schedule::chain) return run(detail::engine_in(the_engines().chain, comm_, error_bound_, settings_));
   return run(detail::engine_in(the_engines().scatter_allgather, comm_, error_bound_, settings_));
 }
 

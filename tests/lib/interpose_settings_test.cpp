@@ -46,6 +46,7 @@ TEST_CASE("libzcoll-mpi settings: nothing compresses without an error bound; the
   REQUIRE(s.operations == zcoll::lib::operation_set::all());
   REQUIRE(s.min_bytes == (std::size_t{1} << 20));
   REQUIRE(s.collectives.codec == "fzlight");
+  REQUIRE(s.collectives.bcast == zcoll::lib::bcast_schedule::chain);
   REQUIRE(s.collectives.threads == 1);
   REQUIRE_FALSE(s.collectives.verify);
   REQUIRE(s.report == "stderr");
@@ -81,6 +82,7 @@ TEST_CASE("libzcoll-mpi settings: every variable read") {
   REQUIRE(s.collectives.homomorphic);
   REQUIRE(s.excluded_comms == std::vector<std::string>{"halo", "io"});
   REQUIRE(s.report == "/tmp/r.json");
+  REQUIRE(read({{"ZCOLL_SCHEDULE_BCAST", "chain"}}).collectives.bcast == zcoll::lib::bcast_schedule::chain);
   REQUIRE(read({{"ZCOLL_ERROR_BOUND", "abs:0.01"}}).error_bound->mode == zcoll::bound_mode::absolute);
   REQUIRE(read({{"ZCOLL_MIN_BYTES", "0"}}).min_bytes == 0);
   REQUIRE(read({{"ZCOLL_MIN_BYTES", "2G"}}).min_bytes == (std::size_t{2} << 30));
@@ -97,7 +99,7 @@ TEST_CASE("libzcoll-mpi settings: a bad value names the variable, the value and 
     require_error({{"ZCOLL_MIN_BYTES", bad}}, {"ZCOLL_MIN_BYTES", "K, M or G"});
   }
   require_error({{"ZCOLL_SCHEDULE_ALLREDUCE", "tree"}}, {"ZCOLL_SCHEDULE_ALLREDUCE", "ring or recursive_doubling"});
-  require_error({{"ZCOLL_SCHEDULE_BCAST", "ring"}}, {"ZCOLL_SCHEDULE_BCAST", "binomial_tree or scatter_allgather"});
+  require_error({{"ZCOLL_SCHEDULE_BCAST", "ring"}}, {"ZCOLL_SCHEDULE_BCAST", "binomial_tree, scatter_allgather or chain"});
   require_error({{"ZCOLL_SCHEDULE_ALLTOALL", "ring"}}, {"ZCOLL_SCHEDULE_ALLTOALL", "pairwise"});
   for (const char* bad : {"0", "-2", "two", "", "5000"}) require_error({{"ZCOLL_THREADS", bad}}, {"ZCOLL_THREADS", "1 to 1024"});
   require_error({{"ZCOLL_VERIFY", "yes"}}, {"ZCOLL_VERIFY", "0 or 1"});
