@@ -9,6 +9,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "error_bound_text.hpp"
@@ -57,8 +58,7 @@ zcoll::lib::value_kind kind_of(zcoll_type type) {
 /// fn(T{}) for the value type of `type`.
 template <class Fn>
 decltype(auto) with_type(zcoll_type type, Fn&& fn) {
-  if (kind_of(type) == zcoll::lib::value_kind::f32) return fn(float{});
-  return fn(double{});
+  return zcoll::lib::detail::with_value(kind_of(type), std::forward<Fn>(fn));
 }
 
 }  // namespace

@@ -72,6 +72,9 @@ class interposer {
       PMPI_Abort(MPI_COMM_WORLD, 2);
     }
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &delete_state, &keyval_, nullptr);
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    thread_multiple_ = level == MPI_THREAD_MULTIPLE;
     started_ = true;
   }
 
@@ -136,7 +139,7 @@ class interposer {
     int bytes = 0;
     if (type != MPI_DATATYPE_NULL) PMPI_Type_size(type, &bytes);
     const double seconds = seconds_since(start);
-    std::lock_guard lock(report_mutex_);
+    const auto lock = report_lock();
     report_.add_passed_through(op, static_cast<double>(values) * bytes, seconds);
     return code;
   }
@@ -196,8 +199,14 @@ class interposer {
   }
 
  private:
+  /// A lock of the report's totals where several threads may call MPI at once (MPI_THREAD_MULTIPLE),
+  /// and none otherwise: every passed-through call takes it.
+  std::unique_lock<std::mutex> report_lock() {
+    return thread_multiple_ ? std::unique_lock(report_mutex_) : std::unique_lock<std::mutex>();
+  }
+
   void count_intercepted(operation op, const collective_report& r, double seconds) {
-    std::lock_guard lock(report_mutex_);
+    const auto lock = report_lock();
     report_.add_intercepted(op, r, seconds);
   }
 
@@ -249,7 +258,8 @@ class interposer {
   static thread_local bool inside_;  // zcoll's own MPI calls pass through uncounted
   int keyval_ = MPI_KEYVAL_INVALID;
   std::mutex mutex_;  // states_ and pending_: MPI_THREAD_MULTIPLE programs call from several threads
-  std::mutex report_mutex_;  // report_, for the same reason
+  std::mutex report_mutex_;  // report_, for the same reason (report_lock())
+  bool thread_multiple_ = false;
   std::set<comm_state*> states_;
   std::map<MPI_Request, pending_call> pending_;
   std::atomic<std::size_t> pending_count_{0};

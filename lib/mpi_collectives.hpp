@@ -74,6 +74,15 @@ std::optional<value_kind> value_kind_of(MPI_Datatype type);
 std::optional<reduction> reduction_of(MPI_Op op);
 constexpr std::size_t value_bytes(value_kind kind) { return kind == value_kind::f32 ? 4 : 8; }
 
+namespace detail {
+/// fn(T{}) for the value type of `kind`.
+template <class Fn>
+decltype(auto) with_value(value_kind kind, Fn&& fn) {
+  if (kind == value_kind::f32) return fn(float{});
+  return fn(double{});
+}
+}  // namespace detail
+
 /// The schedules an operation may run on, where it has a choice.
 enum class reduce_schedule : std::uint8_t { ring, recursive_doubling };
 enum class bcast_schedule : std::uint8_t { binomial_tree, scatter_allgather, chain };

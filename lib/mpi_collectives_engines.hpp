@@ -38,13 +38,6 @@ Compressed<S, FZLight>& engine_in(std::unique_ptr<Compressed<S, FZLight>>& slot,
   return *slot;
 }
 
-/// fn(T{}) for the value type of `kind`.
-template <class Fn>
-decltype(auto) with_value(value_kind kind, Fn&& fn) {
-  if (kind == value_kind::f32) return fn(float{});
-  return fn(double{});
-}
-
 /// fn(the zcoll::op tag of `r`).
 template <class Fn>
 decltype(auto) with_reduction(reduction r, Fn&& fn) {
