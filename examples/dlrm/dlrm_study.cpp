@@ -7,6 +7,13 @@
 //              [--large-below X] [--small-above X] [--list]
 //   mpirun -n 4 zcoll-dlrm --mpi ...        (one rank per process over transport::Mpi)
 //   zcoll-dlrm --lookup [--ranks N] [--steps S] [--batch B] [--seeds 1]
+//   zcoll-dlrm --dump FILE --task criteo [--seeds 1] [--train-samples N]
+//
+// --dump writes the task's samples for another trainer (examples/python/dlrm_torch.py): the first
+// seed's training samples 0..N-1 (default 262144) and its test set, as a little-endian binary file:
+// the header "ZDLRM1\0\0", then u64 dense features D, tables T, training samples N, test samples M,
+// then T u64 table row counts, then per sample (training first) D f32 dense values, T u64 ids and an
+// f32 label.
 //
 // --lookup compares FusedRec's fused lookup with per-category lookups (zcoll::embedding::FusedLookup,
 // lookup_config::fuse true and false) on the Criteo-like ids, row-wise sharded: each rank looks up its
@@ -61,6 +68,8 @@ struct study_options {
   double large_below = 0.05, small_above = 0.5;
   bool mpi = false;
   bool lookup = false;
+  std::string dump;                   // --dump FILE: write the samples instead of training
+  std::uint64_t dump_train = 262144;  // --train-samples
   dlrm::train_options train;
   std::size_t analysis_samples = 1024;
 };
@@ -260,7 +269,9 @@ study_options parse(int argc, char** argv) {
     else if (a == "--lr") o.train.dense_learning_rate = o.train.embedding_learning_rate = std::stod(value());
     else if (a == "--mpi") o.mpi = true;
     else if (a == "--lookup") o.lookup = true;
-    else throw std::invalid_argument("unknown option " + a + " (see the comment at the top of dlrm_study.cpp)");
+    else if (a == "--dump") o.dump = value();
+    else if (a == "--train-samples") o.dump_train = std::stoull(value());
+    else throw std::invalid_argument("unknown option " + a + " (zcoll-dlrm --help lists them)");
   }
   if (o.seeds.empty()) throw std::invalid_argument("--seeds: give at least one seed");
   if (o.train.steps == 0) throw std::invalid_argument("--steps: give at least 1");
@@ -384,15 +395,84 @@ void on_every_rank(study_options& o, int argc, char** argv, Body body) {
 
 }  // namespace
 
+constexpr const char* help_text = R"(zcoll-dlrm: trains the DLRM example under communication configurations and prints, per
+configuration, test accuracy, AUC and log loss (deltas against FP32 of the same seed: their mean, and
+the range of the accuracy's over the seeds), bytes per iteration and the time split (docs/dlrm.md).
+
+  zcoll-dlrm [options]                 the ranks are threads over transport::Local
+  mpirun -n N zcoll-dlrm --mpi [...]   one rank per process over transport::Mpi
+
+task:
+  --task criteo|movielens   the synthetic Criteo-like task (default) or MovieLens ml-latest-small
+  --data FILE               the MovieLens ratings.csv (userId,movieId,rating,timestamp)
+training:
+  --ranks N                 ranks (default 4; with --mpi, mpirun's)
+  --steps S                 training steps (default 1000)
+  --batch B                 global batch (default 256; a multiple of the ranks)
+  --lr X                    learning rate of the dense and embedding parameters (default 0.1)
+  --seeds A,B,...           seeds; each configuration runs once per seed (default 1,2,3,4)
+configurations:
+  --configs A,B,...|all     which to run (default all); --list names and describes them
+  --global-eb X             the global error bound of the error-bounded configurations (default 0.01)
+  --large-below X           table-wise bounds: a homogenization index below X gets the large bound (0.05)
+  --small-above X           ... above X the small one (0.5)
+other studies:
+  --lookup                  FusedRec's fused lookup against per-category lookups (same rows, time)
+  --dump FILE               write the first seed's samples (--train-samples N, default 262144, and the
+                            test set) for another trainer, e.g. examples/python/dlrm_torch.py; the
+                            format is in the comment at the top of examples/dlrm/dlrm_study.cpp
+  --list                    the configurations
+  --help                    this text
+)";
+
+/// --dump: the samples of the task of the first seed, in the format of the header comment.
+void dump_task(const study_options& o) {
+  auto task = make_task(o, o.seeds.front());
+  const std::uint64_t dense = task->dense_features(), tables = task->table_rows().size();
+  const std::uint64_t train = o.dump_train, test = task->test_size();
+  std::FILE* f = std::fopen(o.dump.c_str(), "wb");
+  if (f == nullptr) throw std::runtime_error("--dump: cannot write " + o.dump);
+  const auto put = [&](const void* p, std::size_t bytes) {
+    if (std::fwrite(p, 1, bytes, f) != bytes) throw std::runtime_error("--dump: writing " + o.dump + " failed");
+  };
+  put("ZDLRM1\0\0", 8);
+  for (const std::uint64_t v : {dense, tables, train, test}) put(&v, sizeof v);
+  for (const std::size_t rows : task->table_rows()) {
+    const std::uint64_t r = rows;
+    put(&r, sizeof r);
+  }
+  std::vector<float> values(dense);
+  std::vector<std::uint64_t> ids(tables);
+  float label = 0.0f;
+  for (std::uint64_t i = 0; i < train + test; ++i) {
+    if (i < train) task->train_sample(i, values, ids, &label);
+    else task->test_sample(i - train, values, ids, &label);
+    put(values.data(), values.size() * sizeof(float));
+    put(ids.data(), ids.size() * sizeof(std::uint64_t));
+    put(&label, sizeof label);
+  }
+  if (std::fclose(f) != 0) throw std::runtime_error("--dump: writing " + o.dump + " failed");
+  fmt::print("zcoll-dlrm: {} training and {} test samples of --task {} (seed {}) written to {}\n", train, test,
+             o.task, o.seeds.front(), o.dump);
+}
+
 int main(int argc, char** argv) {
   try {
     for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+        fmt::print("{}", help_text);
+        return 0;
+      }
       if (std::string(argv[i]) == "--list") {
         for (const auto& c : dlrm::configurations()) fmt::print("{:<24} {}\n", c.name, c.description);
         return 0;
       }
     }
     study_options o = parse(argc, argv);
+    if (!o.dump.empty()) {
+      dump_task(o);
+      return 0;
+    }
     if (o.lookup) {
       on_every_rank(o, argc, argv, [&](zcoll::transport::AnyTransport& t) { run_lookup_study(t, o); });
       return 0;
