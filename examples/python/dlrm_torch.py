@@ -9,16 +9,19 @@ fp32 paired by seed with 95 % confidence intervals, bytes per step and the time 
     zcoll-dlrm --dump criteo.bin --task criteo --train-samples 262144      # the C++ example's task
     examples/python/dlrm_torch.py --task criteo --data criteo.bin
 
-Configurations (--configs, default all):
+Configurations (--configs, default all); each changes one exchange against fp32, as zcoll-dlrm's do:
     fp32            embeddings and gradients exact (gloo's all_to_all_single and allreduce)
-    fp16-hook       PyTorch's fp16_compress_hook for the dense gradients; embeddings exact
-    zcoll-fzlight   FZLight at --emb-eb (absolute) on the embedding all-to-all both ways and zcoll's DDP
-                    hook at --grad-eb (relative to each bucket's range) on the dense gradients
+    fp16-hook       PyTorch's fp16_compress_hook on the dense gradients
+    zcoll-fzlight   zcoll's DDP hook, FZLight at --grad-eb (relative to each bucket's range), on the dense
+                    gradients
     zcoll-fzlight-ef  the same with the hook's error feedback
     zcoll-int8, zcoll-int4  TorchRec-protocol row-wise Int8/Int4 (zcoll.torchrec, FBGEMM's layout) on the
-                    forward all-to-all, FP16 on the backward one (TorchRec's usual pairing); dense exact
-    zcoll-hybrid    zcoll's embedding-hybrid codec (vector-LZ or Huffman per call) at --emb-eb on the
-                    embedding all-to-all both ways; dense exact
+                    forward embedding all-to-all, FP16 on the backward one (TorchRec's usual pairing)
+    zcoll-tablewise-hybrid  zcoll's table-wise all-to-all (zcoll.torch.TableWiseAlltoall, one stream per
+                    table segment) with the embedding-hybrid codec on the forward all-to-all, each table at
+                    the bound zcoll.adapt gives it from its homogenization index at --emb-eb (re-measured
+                    every --reclassify steps on the tables' pooled rows); backward exact, as zcoll-dlrm's
+                    hybrid configurations
 """
 
 import argparse
@@ -37,10 +40,12 @@ from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import zcoll
+import zcoll.adapt
 import zcoll.torch
 import zcoll.torchrec
 
-CONFIGS = ["fp32", "fp16-hook", "zcoll-fzlight", "zcoll-fzlight-ef", "zcoll-int8", "zcoll-int4", "zcoll-hybrid"]
+CONFIGS = ["fp32", "fp16-hook", "zcoll-fzlight", "zcoll-fzlight-ef", "zcoll-int8", "zcoll-int4",
+           "zcoll-tablewise-hybrid"]
 # Two-sided 95 % quantiles of Student's t for 1..10 degrees of freedom.
 T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228]
 
@@ -124,20 +129,47 @@ class Exchange:
     counts the bytes this rank puts on the wire and the time spent."""
 
     def __init__(self, config, world, rank, tables, dim, emb_eb):
-        self.world, self.rank, self.dim = world, rank, dim
+        self.world, self.rank, self.dim, self.emb_eb = world, rank, dim, emb_eb
         self.owned = [[t for t in range(tables) if t % world == r] for r in range(world)]
         self.bytes = 0
         self.seconds = 0.0
         self.kind = "exact"
-        if config in ("zcoll-fzlight", "zcoll-fzlight-ef"):
-            self.kind, self.coll = "zcoll", zcoll.torch.Collectives("fzlight", zcoll.absolute(emb_eb))
-        elif config == "zcoll-hybrid":
-            self.kind = "zcoll"
-            self.coll = zcoll.torch.Collectives("embedding-hybrid", zcoll.absolute(emb_eb), shape=(dim,))
+        self.bounds = [emb_eb] * tables  # the table-wise configuration's, agreed by every rank
+        if config == "zcoll-tablewise-hybrid":
+            self.kind = "tables"
+            self.tables = zcoll.torch.TableWiseAlltoall("embedding-hybrid", dim=dim)
         elif config in ("zcoll-int8", "zcoll-int4"):
             self.kind = "qcomm"
             self.forward_codec = zcoll.torchrec.RowwiseQuantizedCodec(8 if config == "zcoll-int8" else 4, row_dim=dim)
             self.backward_codec = zcoll.torchrec.CastCodec("fp16")
+
+    def reclassify(self, pooled_mine):
+        """Each owner measures its tables' homogenization index on this batch's pooled rows and takes the
+        bound zcoll.adapt gives it; every rank learns every table's bound (owners are unique: a sum)."""
+        mine = torch.zeros(len(self.bounds), dtype=torch.float64)
+        for j, t in enumerate(self.owned[self.rank]):
+            index = zcoll.adapt.homogenization_index(pooled_mine[:, j, :].contiguous(), self.emb_eb)
+            mine[t] = zcoll.adapt.table_bound(index, self.emb_eb)[0]
+        dist.all_reduce(mine)
+        self.bounds = mine.tolist()
+
+    def move_tables(self, pooled_mine, b):
+        """The forward all-to-all as table segments: rank r gets, per table t of this rank, the pooled
+        rows of its samples, compressed at bounds[t]."""
+        start = time.perf_counter()
+        mine = self.owned[self.rank]
+        send = torch.cat([pooled_mine[r * b:(r + 1) * b, j, :].reshape(-1) for r in range(self.world)
+                          for j in range(len(mine))]) if mine else torch.zeros(0)
+        send_segments = [(r, t, b * self.dim) for r in range(self.world) for t in mine]
+        recv_segments = [(s, t, b * self.dim) for s in range(self.world) for t in self.owned[s]]
+        out = torch.empty(sum(v for _, _, v in recv_segments))
+        report = self.tables.exchange(out, send, send_segments, recv_segments, self.bounds)
+        self.bytes += report["bytes_sent"]
+        local = torch.empty(b, len(self.bounds), self.dim)
+        for (s, t, values), block in zip(recv_segments, out.split([v for _, _, v in recv_segments])):
+            local[:, t, :] = block.view(b, self.dim)
+        self.seconds += time.perf_counter() - start
+        return local
 
     def move(self, chunks, recv_rows, backward):
         """Sends chunks[r] ([rows_r, dim] float32) to rank r; returns the received [rows, dim] per rank."""
@@ -145,12 +177,9 @@ class Exchange:
         send = torch.cat(chunks)
         out = torch.empty(sum(recv_rows), self.dim)
         send_rows = [c.shape[0] for c in chunks]
-        if self.kind == "exact":
+        if self.kind == "exact" or (self.kind == "tables" and backward):
             dist.all_to_all_single(out, send, recv_rows, send_rows)
             self.bytes += 4 * self.dim * (sum(send_rows) - send_rows[self.rank])
-        elif self.kind == "zcoll":
-            report = self.coll.all_to_all_single(out, send, recv_rows, send_rows)
-            self.bytes += report["bytes_sent"]
         else:
             codec = self.backward_codec if backward else self.forward_codec
             encoded = [codec.encode(c, codec.create_context()).view(torch.uint8).view(-1) for c in chunks]
@@ -179,6 +208,8 @@ class PooledExchange(torch.autograd.Function):
     def forward(ctx, pooled_mine, exchange, b):
         ctx.exchange, ctx.b = exchange, b
         world, rank = exchange.world, exchange.rank
+        if exchange.kind == "tables":
+            return exchange.move_tables(pooled_mine, b)
         chunks = [pooled_mine[r * b:(r + 1) * b].reshape(-1, exchange.dim) for r in range(world)]
         recv_rows = [b * len(exchange.owned[s]) for s in range(world)]
         received = exchange.move(chunks, recv_rows, backward=False)
@@ -245,6 +276,8 @@ def train(rank, world, task, config, seed, a):
         ids = torch.from_numpy(task.ids[rows])
         pooled = torch.stack([embeddings[t](ids[:, t:t + 1]) for t in mine], dim=1) if mine else \
             torch.zeros(a.batch, 0, a.dim, requires_grad=True)
+        if exchange.kind == "tables" and step % a.reclassify == 0:
+            exchange.reclassify(pooled.detach())
         local = PooledExchange.apply(pooled, exchange, b)
         mine_rows = slice(first + rank * b, first + (rank + 1) * b)
         logits = model(torch.from_numpy(task.dense[mine_rows]), local)
@@ -341,6 +374,7 @@ def main():
     parser.add_argument("--configs", default="all")
     parser.add_argument("--emb-eb", type=float, default=0.01, help="absolute bound of the embedding codecs")
     parser.add_argument("--grad-eb", type=float, default=0.01, help="bound of the DDP hook, relative to a bucket")
+    parser.add_argument("--reclassify", type=int, default=100, help="steps between table-wise bound updates")
     parser.add_argument("--json", help="write every run's numbers here")
     a = parser.parse_args()
     configs = CONFIGS if a.configs == "all" else a.configs.split(",")
@@ -358,7 +392,7 @@ def main():
             print(f"  {config} seed {seed}: " + ", ".join(f"{k} {v:.4g}" for k, v in runs[(config, seed)].items()),
                   file=sys.stderr, flush=True)
     print(f"dlrm_torch: --task {a.task}, {a.ranks} gloo ranks, {a.steps} steps of {a.batch}, dim {a.dim}, "
-          f"lr {a.lr}, seeds {seeds}, embedding eb {a.emb_eb} (abs), gradient eb {a.grad_eb} (rel)")
+          f"lr {a.lr}, seeds {seeds}, embedding eb {a.emb_eb} (abs, table-wise), gradient eb {a.grad_eb} (rel)")
     print("| configuration | accuracy | Δacc pp (95 % CI) | AUC | ΔAUC (95 % CI) | log loss | Δlog loss (95 % CI) "
           "| emb bytes/step | dense bytes/step | step ms | exchange ms |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")

@@ -7,6 +7,7 @@
 #include "codecs.hpp"
 #include "collectives.hpp"
 #include "fused_rows.hpp"
+#include "table_alltoall.hpp"
 #include "zcoll/core/error.hpp"
 
 namespace py = pybind11;
@@ -68,4 +69,5 @@ PYBIND11_MODULE(_zcoll, m) {
   zcoll::python::bind_codecs(m);
   zcoll::python::bind_collectives(m);
   zcoll::python::bind_fused_rows(m);
+  zcoll::python::bind_table_alltoall(m);
 }

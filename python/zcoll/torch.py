@@ -25,7 +25,7 @@ import torch.distributed as dist
 from . import ArgumentError, Bound, Codec, _check_bound, _zcoll, relative
 from ._arrays import values_buffer
 
-__all__ = ["Collectives", "Handle", "HookState", "allreduce_hook"]
+__all__ = ["Collectives", "Handle", "HookState", "allreduce_hook", "TableWiseAlltoall"]
 
 _OPS = {"sum": "sum", "avg": "sum", "min": "min", "max": "max"}
 
@@ -232,6 +232,41 @@ class Collectives:
 
         self._worker.submit(run, future)
         return handle if async_op else handle.wait()
+
+
+class TableWiseAlltoall:
+    """The DLRM compression paper's embedding all-to-all (C++ embedding::TableWiseAlltoall): each
+    destination's block is one segment per table, each compressed on its own at its table's bound
+    (zcoll.adapt gives table-wise bounds), their sizes sent first, then one message per destination.
+    QComms' fixed-size buffers cannot carry such streams; this moves them over the process group.
+
+        a2a = zcoll.torch.TableWiseAlltoall("embedding-hybrid", dim=16)
+        report = a2a.exchange(out, inp, send_segments, recv_segments, bounds)
+
+    Segments are (peer, table, values) in non-decreasing peer order; `inp` holds the send segments one
+    after another and `out` receives the recv segments likewise; rank b's send segments to this rank are
+    this rank's recv segments from b. bounds[table] is each table's absolute bound, the same on every
+    rank. A pair of ranks that disagrees is a FormatError on the receiver after the exchange, so no rank
+    is left waiting. Blocking, float32.
+    """
+
+    def __init__(self, codec="embedding-hybrid", dim=None, *, group=None, threads=1, chunk_values=0,
+                 timeout=datetime.timedelta(minutes=5)):
+        if not dist.is_initialized():
+            raise ArgumentError("TableWiseAlltoall: torch.distributed is not initialized")
+        if not isinstance(dim, int) or dim < 1:
+            raise ArgumentError(f"dim: {dim!r}; expected the embedding dimension (an int >= 1)")
+        self.group = group if group is not None else dist.distributed_c10d._get_default_group()
+        self._alltoall = _zcoll.TableAlltoall(_GroupTransport(self.group, timeout), _next_tag_base(self.group), codec,
+                                              dim, int(chunk_values), int(threads))
+
+    def exchange(self, output, input, send_segments, recv_segments, bounds):
+        src, dtype = values_buffer(input, "exchange: input")
+        dst, out_dtype = values_buffer(output, "exchange: output", writable=True)
+        if dtype != "float32" or out_dtype != "float32":
+            raise ArgumentError(f"exchange: input {dtype}, output {out_dtype}; expected float32")
+        return self._alltoall.exchange(src, [tuple(s) for s in send_segments], dst, [tuple(s) for s in recv_segments],
+                                       [float(b) for b in bounds])
 
 
 class HookState:
