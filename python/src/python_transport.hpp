@@ -47,6 +47,10 @@ class gil_safe_object {
  private:
   void reset() {
     if (!object_) return;
+    if (!Py_IsInitialized()) {  // after the interpreter's end the reference is gone with it
+      object_.release();
+      return;
+    }
     py::gil_scoped_acquire locked;
     object_ = py::object();
   }
