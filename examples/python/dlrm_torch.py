@@ -207,7 +207,7 @@ class PooledExchange(torch.autograd.Function):
     @staticmethod
     def forward(ctx, pooled_mine, exchange, b):
         ctx.exchange, ctx.b = exchange, b
-        world, rank = exchange.world, exchange.rank
+        world = exchange.world
         if exchange.kind == "tables":
             return exchange.move_tables(pooled_mine, b)
         chunks = [pooled_mine[r * b:(r + 1) * b].reshape(-1, exchange.dim) for r in range(world)]
@@ -222,7 +222,7 @@ class PooledExchange(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         exchange, b = ctx.exchange, ctx.b
-        world, rank, mine = exchange.world, exchange.rank, exchange.owned[exchange.rank]
+        world, mine = exchange.world, exchange.owned[exchange.rank]
         chunks = [grad[:, exchange.owned[s], :].reshape(-1, exchange.dim) for s in range(world)]
         received = exchange.move(chunks, [b * len(mine)] * world, backward=True)
         return torch.cat([block.view(b, len(mine), exchange.dim) for block in received]), None, None

@@ -22,7 +22,7 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from . import ArgumentError, Bound, Codec, _check_bound, _zcoll, relative
+from . import ArgumentError, Codec, _check_bound, _zcoll, relative
 from ._arrays import values_buffer
 
 __all__ = ["Collectives", "Handle", "HookState", "allreduce_hook", "TableWiseAlltoall"]

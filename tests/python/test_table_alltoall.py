@@ -51,7 +51,6 @@ def disagreeing_segments(rank, world):
     a2a = zcoll.torch.TableWiseAlltoall("embedding-hybrid", dim=DIM)
     n = BATCH * DIM + (DIM if rank == 1 else 0)
     send = torch.zeros(2 * n)
-    other = 1 - rank
     send_segments = [(0, 0, n), (1, 0, n)]
     recv_segments = [(0, 0, BATCH * DIM), (1, 0, BATCH * DIM)]
     try:
