@@ -189,3 +189,24 @@ def test_bad_arguments_raise_argument_errors_before_any_message():
         assert "nothing" not in raised, raised
         assert "op" in raised[0] and "dtype" in raised[1] and "input_split_sizes" in raised[2]
         assert "schedule" in raised[4] and "does not run in collectives" in raised[5]
+
+
+def seven_ranks(rank, world):
+    failures = []
+    coll = zcoll.torch.Collectives("fzlight", zcoll.absolute(1.0 / 64), pipeline_values=1024)
+    data = contribution(rank, 5000, torch.float32)
+    report = coll.allreduce(data)
+    check(failures, "allreduce", data, sum(contribution(r, 5000, torch.float64) for r in range(world)),
+          report["error_bound"])
+    mine = contribution(rank + 20, world * 3 * 4, torch.float32).view(world * 3, 4)
+    out = torch.empty_like(mine)
+    report = coll.all_to_all_single(out, mine)
+    want = torch.cat([contribution(r + 20, world * 3 * 4, torch.float64).view(world * 3, 4)[rank * 3:(rank + 1) * 3]
+                      for r in range(world)])
+    check(failures, "all_to_all_single", out, want, report["error_bound"])
+    return failures
+
+
+def test_seven_ranks():
+    for failures in run_ranks(7, seven_ranks):
+        assert failures == []
