@@ -184,7 +184,9 @@ class Exchange:
             codec = self.backward_codec if backward else self.forward_codec
             encoded = [codec.encode(c, codec.create_context()).view(torch.uint8).view(-1) for c in chunks]
             sizes = [e.numel() for e in encoded]
-            recv_sizes = [codec.calc_quantized_size(r * self.dim) * (2 if backward else 1) for r in recv_rows]
+            # calc_quantized_size counts elements of quantized_dtype (fp16 on the way back): bytes are more.
+            unit = torch.empty(0, dtype=codec.quantized_dtype).element_size()
+            recv_sizes = [codec.calc_quantized_size(r * self.dim) * unit for r in recv_rows]
             received = torch.empty(sum(recv_sizes), dtype=torch.uint8)
             dist.all_to_all_single(received, torch.cat(encoded), recv_sizes, sizes)
             self.bytes += sum(sizes) - sizes[self.rank]
