@@ -53,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
@@ -156,7 +157,7 @@ pass_result threshold_pass(const T* x, std::size_t first, std::size_t last, std:
     const std::uint32_t word = lanes_nonzero(keep);
     sparsify::detail::store_mask_word(mask, i / lanes, count, word);
     for (std::uint32_t w = word; w != 0; w &= w - 1) {
-      std::memcpy(cursor, xs + std::countr_zero(w), sizeof(T));
+      std::memcpy(cursor, xs + zcoll::countr_zero(w), sizeof(T));
       cursor += sizeof(T);
     }
     if (residual != nullptr) std::memcpy(residual + i, dropped_values, width * sizeof(T));
@@ -188,7 +189,7 @@ inline std::optional<std::size_t> write_gaps(const std::byte* mask, std::size_t 
   };
   for (std::size_t w = 0; 8 * w < mask_bytes; ++w) {
     for (std::uint64_t bits = load_mask_word64(mask, w, mask_bytes); bits != 0; bits &= bits - 1) {
-      const std::uint64_t index = 64 * std::uint64_t{w} + static_cast<std::uint64_t>(std::countr_zero(bits));
+      const std::uint64_t index = 64 * std::uint64_t{w} + static_cast<std::uint64_t>(zcoll::countr_zero(bits));
       if (!put(index - next)) return std::nullopt;
       next = index + 1;
     }
@@ -292,7 +293,7 @@ void decode_bitmap(const body& b, std::size_t count, T* out) {
     const std::size_t i = w * sparsify::detail::mask_word_values;
     std::fill_n(out + i, std::min(sparsify::detail::mask_word_values, count - i), T(0));
     for (std::uint32_t bits = sparsify::detail::load_mask_word(b.index.data(), w, count); bits != 0; bits &= bits - 1) {
-      std::memcpy(out + i + static_cast<std::size_t>(std::countr_zero(bits)), value, sizeof(T));
+      std::memcpy(out + i + static_cast<std::size_t>(zcoll::countr_zero(bits)), value, sizeof(T));
       value += sizeof(T);
     }
   }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
 #include "zcoll/core/value_type.hpp"
@@ -85,7 +86,7 @@ inline void select_word(const T* x, std::uint32_t w, T* out) {
 /// Set bits of mask words [first, last).
 inline std::size_t popcount_words(const std::byte* mask, std::size_t first, std::size_t last, std::size_t count) {
   std::size_t set = 0;
-  for (std::size_t w = first; w < last; ++w) set += static_cast<std::size_t>(std::popcount(load_mask_word(mask, w, count)));
+  for (std::size_t w = first; w < last; ++w) set += static_cast<std::size_t>(zcoll::popcount(load_mask_word(mask, w, count)));
   return set;
 }
 
@@ -110,9 +111,9 @@ inline std::size_t mask_popcount(std::span<const std::byte> mask) {
   for (; i + 8 <= mask.size(); i += 8) {
     std::uint64_t w;
     std::memcpy(&w, mask.data() + i, 8);
-    set += static_cast<std::size_t>(std::popcount(w));
+    set += static_cast<std::size_t>(zcoll::popcount(w));
   }
-  for (; i < mask.size(); ++i) set += static_cast<std::size_t>(std::popcount(std::to_integer<unsigned>(mask[i])));
+  for (; i < mask.size(); ++i) set += static_cast<std::size_t>(zcoll::popcount(std::to_integer<unsigned>(mask[i])));
   return set;
 }
 
@@ -163,7 +164,7 @@ std::size_t gather_masked(const exec::Host& exec, std::span<const T> x, std::spa
       for (std::size_t w = batch; w < stop; ++w) {
         const auto base = static_cast<std::uint32_t>((w - batch) * detail::mask_word_values);
         for (std::uint32_t word = detail::load_mask_word(mask.data(), w, count); word != 0; word &= word - 1) {
-          positions[selected++] = base + static_cast<std::uint32_t>(std::countr_zero(word));
+          positions[selected++] = base + static_cast<std::uint32_t>(zcoll::countr_zero(word));
         }
       }
       const T* xs = x.data() + batch * detail::mask_word_values;
@@ -192,7 +193,7 @@ void scatter_masked(const exec::Host& exec, std::span<const T> values, std::span
       T* o = out.data() + i;
       std::fill_n(o, std::min(detail::mask_word_values, count - i), T(0));
       for (std::uint32_t word = detail::load_mask_word(mask.data(), w, count); word != 0; word &= word - 1) {
-        o[std::countr_zero(word)] = *cursor++;
+        o[zcoll::countr_zero(word)] = *cursor++;
       }
     }
   });

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
 #include "zcoll/core/lanes.hpp"
@@ -142,7 +143,7 @@ void select_row(const T* x, std::size_t dim, std::size_t keep, std::size_t first
       kept |= tie & (0u - tie);  // the lowest column left among the ties
     }
     for (std::uint32_t w = kept; w != 0; w &= w - 1) {
-      const std::size_t e = first + j + static_cast<std::size_t>(std::countr_zero(w));
+      const std::size_t e = first + j + static_cast<std::size_t>(zcoll::countr_zero(w));
       mask[e / 8] |= static_cast<std::byte>(1u << (e % 8));
       *values++ = x[e - first];
     }

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
 #include "zcoll/core/lanes.hpp"
@@ -139,8 +140,8 @@ window_scan scan_window(const T* x, std::size_t first, std::size_t last, bits_of
   constexpr std::size_t lanes = 32;
   window_scan scan;
   auto copy_inside = [&](const key* keys, std::uint32_t word) {
-    if (static_cast<std::size_t>(std::popcount(word)) > capacity - scan.inside) return false;
-    for (; word != 0; word &= word - 1) out[scan.inside++] = keys[std::countr_zero(word)];
+    if (static_cast<std::size_t>(zcoll::popcount(word)) > capacity - scan.inside) return false;
+    for (; word != 0; word &= word - 1) out[scan.inside++] = keys[zcoll::countr_zero(word)];
     return true;
   };
   const auto window_width = static_cast<key>(hi - lo);  // lo <= hi

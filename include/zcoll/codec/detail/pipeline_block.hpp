@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/stream_header.hpp"
@@ -70,8 +71,8 @@ ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE exception_masks quantize_block(const Block
 /// (coasts), where a loop over its bits made a chain of store-to-load dependencies.
 ZCOLL_HOST_DEVICE inline void repeat_previous_code(std::int32_t* codes, block_mask lanes, std::int32_t previous_code) {
   for (block_mask rest = lanes; rest != 0;) {
-    const auto start = static_cast<unsigned>(std::countr_zero(rest));
-    const auto length = static_cast<unsigned>(std::countr_one(rest >> start));
+    const auto start = static_cast<unsigned>(zcoll::countr_zero(rest));
+    const auto length = static_cast<unsigned>(zcoll::countr_one(rest >> start));
     const std::int32_t code = start == 0 ? previous_code : codes[start - 1];
     for (unsigned j = start; j < start + length; ++j) codes[j] = code;
     rest = start + length >= 32 ? 0 : rest & ~((block_mask{1} << (start + length)) - 1);
@@ -87,7 +88,7 @@ ZCOLL_HOST_DEVICE inline bool all_fill(const exception_masks& e, std::size_t lan
 template <floating_value T>
 ZCOLL_HOST_DEVICE constexpr std::size_t masked_block_entry_bytes(block_mask outliers) {
   return exception_entry_header_bytes + masked_block_mask_bytes +
-         sizeof(T) * static_cast<std::size_t>(std::popcount(outliers));
+         sizeof(T) * static_cast<std::size_t>(zcoll::popcount(outliers));
 }
 
 }  // namespace zcoll::detail

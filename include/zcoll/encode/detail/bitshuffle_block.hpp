@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
 
@@ -136,7 +137,7 @@ ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const 
   any4 = _mm_or_si128(any4, _mm_shuffle_epi32(any4, 0x4E));
   any4 = _mm_or_si128(any4, _mm_shuffle_epi32(any4, 0xB1));
   const auto all_bits = static_cast<std::uint32_t>(_mm_cvtsi128_si32(any4));
-  const unsigned planes = 32 - static_cast<unsigned>(std::countl_zero(all_bits));
+  const unsigned planes = 32 - static_cast<unsigned>(zcoll::countl_zero(all_bits));
   // No branch on the bit width within 0..8 planes (it changes from block to block, so such a branch
   // mispredicts often): the sign and a whole group of 8 planes are always stored (the caller gives
   // room for a full block), and the returned size says how much of it counts.
@@ -162,7 +163,7 @@ ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const 
     magnitude[j] = static_cast<std::int32_t>(r) < 0 ? 0u - r : r;
     any |= magnitude[j];
   }
-  const unsigned planes = 32 - static_cast<unsigned>(std::countl_zero(any));
+  const unsigned planes = 32 - static_cast<unsigned>(zcoll::countl_zero(any));
   out[0] = static_cast<std::byte>(planes);
   if (planes == 0) return 1;
   const block_mask sign = lanes_with_bit(reinterpret_cast<const std::uint32_t*>(residuals), 31);

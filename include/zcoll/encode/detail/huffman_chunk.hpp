@@ -30,6 +30,7 @@
 #include <string>
 #include <utility>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/lanes.hpp"
@@ -247,7 +248,7 @@ class huffman_bit_source {
 
   /// Tops the buffer up to 56..63 bits.
   ZCOLL_ALWAYS_INLINE void refill(std::span<const std::byte> in) {
-    const std::size_t bit_position = 8 * position_ + static_cast<std::size_t>(std::countl_zero(buffer_));
+    const std::size_t bit_position = 8 * position_ + static_cast<std::size_t>(zcoll::countl_zero(buffer_));
     position_ = bit_position >> 3;
     const unsigned skip = bit_position & 7;
     std::uint64_t word;
@@ -264,7 +265,7 @@ class huffman_bit_source {
 
   /// Bits consumed since byte `begin`.
   std::uint64_t consumed_bits(std::size_t begin) const {
-    return 8 * (position_ - begin) + static_cast<std::size_t>(std::countl_zero(buffer_));
+    return 8 * (position_ - begin) + static_cast<std::size_t>(zcoll::countl_zero(buffer_));
   }
 
  private:
