@@ -53,6 +53,7 @@
 #include <string_view>
 #include <vector>
 
+#include "zcoll/codec/add.hpp"
 #include "zcoll/codec/registry.hpp"
 #include "zcoll/collective/compressed.hpp"
 #include "zcoll/schedule/schedules.hpp"
@@ -216,6 +217,7 @@ struct coll_codec {
   zcoll::collective_use use = zcoll::collective_use::none;
   bool on_rows = false;           ///< works on rows (the codec's shape.back()): f32 only here
   bool uses_error_bound = false;  ///< false: a bound of its own (per row, or none: identity)
+  bool adds_streams = false;      ///< zcoll::addable_codec: --homomorphic applies to its sums
 };
 
 const std::vector<coll_codec>& coll_codecs() {
@@ -224,7 +226,8 @@ const std::vector<coll_codec>& coll_codecs() {
     zcoll::for_each_registered_codec([&]<class Entry>() {
       if constexpr (Entry::traits.collective != zcoll::collective_use::none) {
         list.push_back({std::string(Entry::name), Entry::type::name(), Entry::traits.collective,
-                        Entry::traits.input == zcoll::codec_input::rows, Entry::type::uses_error_bound});
+                        Entry::traits.input == zcoll::codec_input::rows, Entry::type::uses_error_bound,
+                        zcoll::addable_codec<typename Entry::type>});
       }
     });
     return list;
@@ -259,6 +262,16 @@ bool works_on_rows(const std::string& codec) { return codec_of(codec).on_rows; }
 bool is_lossless(const std::string& codec) { return !codec_of(codec).on_rows && !codec_of(codec).uses_error_bound; }
 
 bool is_reduction(collective_op op) { return op == collective_op::allreduce || op == collective_op::reduce_scatter; }
+
+/// Whether collective_config::homomorphic changes what runs: a sum, with a codec whose streams add (the
+/// library runs the decompress-reduce-compress chain for every other codec, whatever the setting).
+bool homomorphic_applies(const coll_options& o) { return is_reduction(o.op) && codec_of(o.codec).adds_streams; }
+
+/// The homomorphic column of --csv: this pass's setting where it applies, "-" where it does not.
+std::string homomorphic_title(const coll_options& o) {
+  if (!homomorphic_applies(o)) return "-";
+  return o.homomorphic ? "on" : "off";
+}
 
 /// Operations whose large buffer is cut into one block per rank.
 bool is_blocked(collective_op op) { return op != collective_op::allreduce && op != collective_op::bcast; }
@@ -346,7 +359,10 @@ run and output:
   --homomorphic on|off|on,off
                         collective_config::homomorphic: sums on compressed streams (on) or
                         decompress-reduce-compress hops (off, the default); on,off runs both, one table
-                        each, in this run
+                        each, in this run (from the second pass on, the --csv and --json file names get
+                        .homomorphic-on or -off appended). It applies to the sums (allreduce,
+                        reduce_scatter) of a codec whose streams add (fzlight): the last column of --csv,
+                        homomorphic, says on or off there and - elsewhere
   --overlap             also time the compressed call started non-blocking (*_async) beside a compute
                         loop as long as the call: the pair polling request::test() from the loop, and the
                         pair with collective_config::progress_thread (under MPI: MPI_THREAD_MULTIPLE);
@@ -1210,7 +1226,7 @@ std::string codec_title(const coll_options& o) {
   if (codec.on_rows) {
     return fmt::format("{} ({}, {}, vectors of {})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), o.row_length);
   }
-  const std::string sums = is_reduction(o.op) ? fmt::format(", homomorphic {}", o.homomorphic ? "on" : "off") : "";
+  const std::string sums = homomorphic_applies(o) ? fmt::format(", homomorphic {}", homomorphic_title(o)) : "";
   return fmt::format("{} ({}, {}{})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), sums);
 }
 
@@ -1369,7 +1385,7 @@ void write_csv(const coll_options& o, const std::string& data, const std::string
              "compressions_in_chain,bound_held,native_max_abs_error,uncompressed_max_abs_error,"
              "compress_s,communicate_s,decompress_s,reduce_s,"
              "model_link_gbit,model_native_us,model_uncompressed_us,model_us,one_core_compress_gb_per_s,"
-             "one_core_decompress_gb_per_s\n");
+             "one_core_decompress_gb_per_s,homomorphic\n");
   const std::string schedule = o.schedule == "hierarchical" ? fmt::format("hierarchical:{}", o.group_size) : o.schedule;
   for (const auto& r : rows) {
     fmt::print(f, "{},{},{},{},{},{},{},{},{},{},{},{}", o.op_name, schedule, o.codec,
@@ -1386,10 +1402,12 @@ void write_csv(const coll_options& o, const std::string& data, const std::string
                csv_number(r.compress_s), csv_number(r.communicate_s), csv_number(r.decompress_s), csv_number(r.reduce_s));
     const bool codec = r.one_core.compress_bytes_per_s > 0;
     const auto modelled = [&](double v, bool have) { return csv_number(r.modelled && have ? v : not_measured); };
-    fmt::print(f, ",{},{},{},{},{},{}\n", modelled(o.model_link ? o.model_link->bytes_per_s * 8 / 1e9 : 0.0, true),
+    fmt::print(f, ",{},{},{},{},{},{}", modelled(o.model_link ? o.model_link->bytes_per_s * 8 / 1e9 : 0.0, true),
                modelled(r.model.lower_bound_s * 1e6, true), modelled(r.model.uncompressed_s * 1e6, true),
                modelled(r.model.compressed_s * 1e6, codec), modelled(r.one_core.compress_bytes_per_s / 1e9, codec),
                modelled(r.one_core.decompress_bytes_per_s / 1e9, codec));
+    // Last, so that readers of the columns before it by position keep working.
+    fmt::print(f, ",{}\n", homomorphic_title(o));
   }
   std::fclose(f);
 }
@@ -1401,10 +1419,12 @@ void write_json(const coll_options& o, const std::string& data, const std::strin
   fmt::print(f,
              "{{\n  \"op\": {},\n  \"schedule\": {},\n  \"group_size\": {},\n  \"codec\": {},\n"
              "  \"bound\": {},\n  \"transport\": {},\n  \"ranks\": {},\n  \"type\": {},\n  \"data\": {},\n"
-             "  \"root\": {},\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"pipeline_values\": {},\n  \"rows\": [\n",
+             "  \"root\": {},\n  \"threads\": {},\n  \"repeat\": {},\n  \"chunk_values\": {},\n  \"pipeline_values\": {},\n"
+             "  \"homomorphic\": {},\n  \"rows\": [\n",
              json_string(o.op_name), json_string(o.schedule), o.group_size, json_string(o.codec),
              json_string(bound_title(o)), json_string(transport), ranks, json_string(o.type), json_string(data),
-             o.root, o.threads, o.repeat, o.chunk_values, o.pipeline_values);
+             o.root, o.threads, o.repeat, o.chunk_values, o.pipeline_values,
+             homomorphic_applies(o) ? (o.homomorphic ? "true" : "false") : "null");
   const auto timing = [](const variant_timing& t) {
     if (std::isnan(t.time_us)) return std::string("null");
     return fmt::format("{{\"time_us\": {}, \"algbw_gb_per_s\": {}, \"busbw_gb_per_s\": {}}}", json_number(t.time_us),
