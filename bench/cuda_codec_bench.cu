@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "zcoll/codec/add.cuh"
 #include "zcoll/codec/pipeline.cuh"
 #include "zcoll/codec/presets.hpp"
 #include "zcoll/codec/registry.hpp"
@@ -146,6 +147,53 @@ cuda_batch_result measure_codec_batch(const zcoll::codec_config& config, std::sp
   return result;
 }
 
+/// x += y, element by element: the add of decompress-add-compress.
+template <class T>
+__global__ void add_values(T* x, const T* y, std::size_t n) {
+  for (std::size_t i = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
+    x[i] += y[i];
+  }
+}
+
+template <class Codec, class T>
+cuda_add_result measure_codec_add(const zcoll::codec_config& config, std::span<const std::byte> a, std::span<const std::byte> b,
+                                  std::size_t count, unsigned repeat) {
+  const Codec codec(config);
+  const std::size_t counts[] = {count};
+  const zcoll::exec::Cuda exec{};
+  const auto d_a = to_device(a), d_b = to_device(b);
+  const std::size_t room = codec.template max_compressed_size<T>(count);
+  device_buffer d_sum(room), d_doc(room), d_x(count * sizeof(T)), d_y(count * sizeof(T));
+  device_buffer add_workspace(zcoll::cuda::add_workspace_bytes(codec, count));
+  device_buffer workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
+  const std::span<T> x(reinterpret_cast<T*>(d_x.data()), count), y(reinterpret_cast<T*>(d_y.data()), count);
+  event_timer timer;
+  cuda_add_result result;
+  result.add_s = timer.median_seconds(exec.stream, repeat, [&] {
+    zcoll::add<T>(exec, codec, count, d_a.span(), d_b.span(), d_sum.span(), add_workspace.span());
+  });
+  zcoll::cuda::check_added(exec, add_workspace.span());
+  std::uint64_t bytes = 0;
+  check_call(cudaMemcpy(&bytes, zcoll::cuda::added_bytes(add_workspace.span()), 8, cudaMemcpyDeviceToHost), "reading the sum's size");
+  result.sum.resize(static_cast<std::size_t>(bytes));
+  check_call(cudaMemcpy(result.sum.data(), d_sum.data(), result.sum.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  const unsigned add_blocks = static_cast<unsigned>(std::clamp<std::size_t>((count + 255) / 256, 1, 65535));
+  result.doc_s = timer.median_seconds(exec.stream, repeat, [&] {
+    zcoll::decompress(exec, codec, std::span<const std::byte>(d_a.span()), x, workspace.span());
+    zcoll::decompress(exec, codec, std::span<const std::byte>(d_b.span()), y, workspace.span());
+    add_values<<<add_blocks, 256, 0, exec.stream>>>(x.data(), y.data(), count);
+    zcoll::compress(exec, codec, std::span<const T>(x), d_doc.span(), workspace.span());
+  });
+  check_call(cudaMemcpy(&bytes, zcoll::cuda::results_of(workspace.span(), 1).total_bytes, 8, cudaMemcpyDeviceToHost),
+             "reading DOC's size");
+  result.doc_bytes = static_cast<std::size_t>(bytes);
+  result.decompress_s = timer.median_seconds(exec.stream, repeat, [&] {
+    zcoll::decompress(exec, codec, std::span<const std::byte>(d_a.span()), x, workspace.span());
+  });
+  zcoll::cuda::check_decoded(exec, workspace.span(), 1);
+  return result;
+}
+
 /// Calls fn.template operator()<Codec>() for the registered codec named `name` (zcoll/codec/registry.hpp)
 /// if the registry marks it for the device. Only FZLight is: every pipeline the CUDA driver takes costs
 /// this file 16 kernels of nvcc time (2 types x 4 team sizes x 2 directions), and the others
@@ -203,6 +251,22 @@ cuda_batch_result cuda_measure_batch(const std::string& codec, const zcoll::code
   return with_codec(codec, [&]<class Codec>() { return measure_codec_batch<Codec, T>(config, values, blocks, repeat); });
 }
 
+template <class T>
+cuda_add_result cuda_measure_add(const std::string& codec, const zcoll::codec_config& config, std::span<const std::byte> a,
+                                 std::span<const std::byte> b, std::size_t count, unsigned repeat) {
+  return with_codec(codec, [&]<class Codec>() -> cuda_add_result {
+    if constexpr (zcoll::addable_codec<Codec>) {
+      return measure_codec_add<Codec, T>(config, a, b, count, repeat);
+    } else {
+      throw std::invalid_argument("--add: " + codec + " streams do not add");
+    }
+  });
+}
+
+template cuda_add_result cuda_measure_add<float>(const std::string&, const zcoll::codec_config&, std::span<const std::byte>,
+                                                 std::span<const std::byte>, std::size_t, unsigned);
+template cuda_add_result cuda_measure_add<double>(const std::string&, const zcoll::codec_config&, std::span<const std::byte>,
+                                                  std::span<const std::byte>, std::size_t, unsigned);
 template cuda_codec_result<float> cuda_measure(const std::string&, const zcoll::codec_config&, std::span<const float>, unsigned);
 template cuda_codec_result<double> cuda_measure(const std::string&, const zcoll::codec_config&, std::span<const double>, unsigned);
 template cuda_batch_result cuda_measure_batch(const std::string&, const zcoll::codec_config&, std::span<const float>, std::size_t, unsigned);

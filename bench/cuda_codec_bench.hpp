@@ -43,4 +43,17 @@ template <class T>
 cuda_batch_result cuda_measure_batch(const std::string& codec, const zcoll::codec_config& config,
                                      std::span<const T> values, std::size_t blocks, unsigned repeat);
 
+/// zcoll::add on the device beside decompress-add-compress (DOC) there, on the same two streams (given as
+/// host bytes of `count` values each, copied to the device first, not timed).
+struct cuda_add_result {
+  double add_s = 0.0;         ///< median, CUDA events around zcoll::add
+  double doc_s = 0.0;         ///< decompress both, add the values, compress the sum
+  double decompress_s = 0.0;  ///< decompress one stream
+  std::vector<std::byte> sum; ///< the device's sum, copied back
+  std::size_t doc_bytes = 0;  ///< DOC's stream
+};
+template <class T>
+cuda_add_result cuda_measure_add(const std::string& codec, const zcoll::codec_config& config, std::span<const std::byte> a,
+                                 std::span<const std::byte> b, std::size_t count, unsigned repeat);
+
 }  // namespace zcoll_bench

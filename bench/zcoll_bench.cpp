@@ -37,9 +37,7 @@
 #include "embedding_input.hpp"
 #include "quantized_reference.hpp"
 #include "reference_codecs.hpp"
-#if ZCOLL_BENCH_HAS_CUDA
-#include "cuda_codec_bench.hpp"
-#endif
+#include "cuda_codec_bench.hpp"  // declarations only; defined where nvcc builds cuda_codec_bench.cu
 #include "zcoll/codec/add.hpp"
 #include "zcoll/codec/registry.hpp"
 #include "zcoll/zcoll.hpp"
@@ -76,6 +74,7 @@ struct options {
   std::string decompressed_out;
   std::string device = "host";
   std::size_t blocks = 0;  ///< --blocks: the multi-chunk (all-to-all) measurement on the device
+  std::size_t tile = 1;    ///< --tile: the --input field repeated along its slowest extent
   bool add = false;        ///< --add: the homomorphic sum beside decompress-add-compress
 };
 
@@ -112,6 +111,8 @@ input (one of):
   --dims D0,D1,...      the data's shape, slowest first: checked against the file's size (or sets --count
                         for a --synthetic data set) and passed to the codecs as codec_config::shape
   --type f32|f64        value type of the data (default f32)
+  --tile N              the --input field N times over, stacked along its slowest extent (--dims D0 reads
+                        as N*D0): a large field from a small one, with the small one's statistics
   --synthetic NAME      smooth | random | constant | spiky | fill   (with --count N, default 4194304)
   --synthetic embeddings[:KEY=VALUE,...]
                         the DLRM embedding all-to-all payload: `tables` tables of `rows` vectors of `dim`
@@ -242,6 +243,9 @@ options parse(int argc, char** argv) {
       o.add = value == "on";
     } else if (flag == "--blocks") {
       o.blocks = static_cast<std::size_t>(parse_number(value, "--blocks"));
+    } else if (flag == "--tile") {
+      o.tile = static_cast<std::size_t>(parse_number(value, "--tile"));
+      if (o.tile == 0) usage_error("--tile: 0 copies of the field; give 1 or more");
     } else {
       usage_error(fmt::format("unknown option '{}'", flag));
     }
@@ -280,6 +284,7 @@ options parse(int argc, char** argv) {
   if (o.input.empty() == o.synthetic.empty() && !listing) {
     usage_error("give exactly one of --input FILE and --synthetic NAME");
   }
+  if (o.tile > 1 && o.input.empty()) usage_error("--tile repeats an --input field; a --synthetic set takes --count");
   return o;
 }
 
@@ -373,14 +378,28 @@ dataset<T> embedding_dataset(const options& o) {
   return data;
 }
 
+/// `field` `copies` times over, one copy after another (C order: stacked along the slowest extent).
+template <class T>
+std::vector<T> tiled(std::vector<T> field, std::size_t copies) {
+  if (copies == 1) return field;
+  std::vector<T> out;
+  out.reserve(field.size() * copies);
+  for (std::size_t c = 0; c < copies; ++c) out.insert(out.end(), field.begin(), field.end());
+  return out;
+}
+
 template <class T>
 dataset<T> load_dataset(const options& o) {
   if (o.embeddings) return embedding_dataset<T>(o);
   dataset<T> data;
   data.shape = o.dims;
   if (!o.input.empty()) {
-    data.values = read_values<T>(o);
+    data.values = tiled(read_values<T>(o), o.tile);
     data.name = o.input;
+    if (o.tile > 1) {
+      if (!data.shape.empty()) data.shape.front() *= o.tile;
+      data.name += fmt::format(" tiled {} times", o.tile);
+    }
   } else {
     options sized = o;
     if (!o.dims.empty()) sized.count = product_of(o.dims);
@@ -636,8 +655,19 @@ void print_batch_table(const std::vector<std::string>& names, const options& o, 
     }
   }
 }
+template <class T>
+zcoll_bench::cuda_add_result measure_add_on_device(const std::string& name, const zcoll::codec_config& config,
+                                                   std::span<const std::byte> a, std::span<const std::byte> b, std::size_t n,
+                                                   unsigned repeat) {
+  return zcoll_bench::cuda_measure_add<T>(name, config, a, b, n, repeat);
+}
 #else
 double cuda_memcpy_seconds(std::size_t, unsigned, std::string&) { throw std::logic_error("built without CUDA"); }
+template <class T>
+zcoll_bench::cuda_add_result measure_add_on_device(const std::string&, const zcoll::codec_config&, std::span<const std::byte>,
+                                                   std::span<const std::byte>, std::size_t, unsigned) {
+  throw std::logic_error("built without CUDA");
+}
 template <class T>
 row measure_on_device(const std::string&, const options&, const dataset<T>&, const zcoll::bound&, double, std::vector<T>&) {
   throw std::logic_error("built without CUDA");
@@ -673,7 +703,7 @@ struct add_row {
 };
 
 template <class Codec, class T>
-add_row measure_add(const options& o, const dataset<T>& data, const zcoll::bound& bound) {
+add_row measure_add(const options& o, const std::string& registry_name, const dataset<T>& data, const zcoll::bound& bound) {
   const std::vector<T>& x = data.values;
   const std::size_t n = x.size();
   std::vector<T> y(n);
@@ -689,17 +719,28 @@ add_row measure_add(const options& o, const dataset<T>& data, const zcoll::bound
   std::vector<std::byte> sum(codec.template max_compressed_size<T>(n)), doc(sum.size());
   std::span<std::byte> sum_written, doc_written;
   add_row r{.codec = Codec::name(), .bound = zcoll::to_string(bound), .stated = 2 * eb};
-  r.add_s = median_seconds(o.repeat, [&] { sum_written = zcoll::add(exec, codec, a, b, std::span(sum)); });
   std::vector<T> da(n), db(n);
-  r.doc_s = median_seconds(o.repeat, [&] {
-    codec.decompress(exec, a, da);
-    codec.decompress(exec, b, db);
-    for (std::size_t i = 0; i < n; ++i) da[i] += db[i];
-    doc_written = codec.compress(exec, da, std::span(doc));
-  });
-  r.decompress_s = median_seconds(o.repeat, [&] { codec.decompress(exec, a, da); });
+  if (o.device == "cuda") {  // timed on the device; its sum must be the host's bytes
+    const auto device = measure_add_on_device<T>(registry_name, config, a, b, n, o.repeat);
+    sum_written = zcoll::add(exec, codec, a, b, std::span(sum));
+    r.codec += " (cuda)";
+    r.add_s = device.add_s;
+    r.doc_s = device.doc_s;
+    r.decompress_s = device.decompress_s;
+    r.held = std::ranges::equal(device.sum, sum_written);
+    r.doc_ratio = static_cast<double>(2 * n * sizeof(T)) / static_cast<double>(device.doc_bytes);
+  } else {
+    r.add_s = median_seconds(o.repeat, [&] { sum_written = zcoll::add(exec, codec, a, b, std::span(sum)); });
+    r.doc_s = median_seconds(o.repeat, [&] {
+      codec.decompress(exec, a, da);
+      codec.decompress(exec, b, db);
+      for (std::size_t i = 0; i < n; ++i) da[i] += db[i];
+      doc_written = codec.compress(exec, da, std::span(doc));
+    });
+    r.decompress_s = median_seconds(o.repeat, [&] { codec.decompress(exec, a, da); });
+    r.doc_ratio = static_cast<double>(2 * n * sizeof(T)) / static_cast<double>(doc_written.size());
+  }
   r.add_ratio = static_cast<double>(2 * n * sizeof(T)) / static_cast<double>(sum_written.size());
-  r.doc_ratio = static_cast<double>(2 * n * sizeof(T)) / static_cast<double>(doc_written.size());
   // Against the exact x + y on the lanes coded in both (finite, non-fill): the two streams' bounds, plus
   // the one rounding of float(qa + qb) · 2eb.
   std::vector<T> restored(n);
@@ -725,7 +766,7 @@ bool print_add_table(const std::vector<std::string>& names, const options& o, co
     using Codec = typename Entry::type;
     if constexpr (zcoll::addable_codec<Codec>) {
       if (std::find(names.begin(), names.end(), std::string(Entry::name)) == names.end()) return;
-      for (const auto& bound : o.bounds) rows.push_back(measure_add<Codec, T>(o, data, bound));
+      for (const auto& bound : o.bounds) rows.push_back(measure_add<Codec, T>(o, std::string(Entry::name), data, bound));
     }
   });
   if (rows.empty()) {

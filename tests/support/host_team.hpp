@@ -21,14 +21,14 @@ class host_team {
   /// What the threads of one team share (a CUDA block's shared memory).
   struct shared {
     explicit shared(unsigned threads)
-        : threads(threads), barrier(threads), slots(threads), flags(threads), words(threads + 2) {}
+        : threads(threads), barrier(threads), slots(threads), flags(threads), words(2 * threads + 4) {}
     unsigned threads;
     std::barrier<> barrier;
     std::vector<std::array<std::byte, 32>> slots;
     std::vector<std::uint8_t> flags;
     std::vector<std::uint32_t> words;
-    zcoll::detail::placement tile_before{};  // the exclusive prefix of the current tile
-    zcoll::detail::placement tile_value{};   // the current tile's value, set by rank 0
+    zcoll::detail::placement tile_before[2]{};  // each scan's exclusive prefix of the current tile
+    zcoll::detail::placement tile_value[2]{};   // the current tile's values, set by rank 0
     std::mutex fault_mutex;
     zcoll::detail::decode_fault fault{};
   };
@@ -58,11 +58,11 @@ class host_team {
     return prefix;
   }
 
-  zcoll::detail::placement tile_prefix(zcoll::detail::placement mine) {
+  zcoll::detail::placement tile_prefix(zcoll::detail::placement mine, unsigned scan) {
     sync();
-    if (rank_ == 0) s_.tile_value = mine;
+    if (rank_ == 0) s_.tile_value[scan] = mine;
     sync();
-    return s_.tile_before;
+    return s_.tile_before[scan];
   }
 
   void report(const zcoll::detail::decode_fault& f) {
@@ -74,15 +74,26 @@ class host_team {
   /// threads, tile after tile; returns the first fault reported.
   template <class Body>
   static zcoll::detail::decode_fault run(const zcoll::detail::batch_layout& layout, Body body) {
-    shared s(zcoll::detail::team_threads_for(layout.chunk_values));
+    return run(layout.tiles(), layout.chunk_values, body);
+  }
+
+  /// Runs body(team, tile) for tiles 0 to tiles - 1 on a team for chunks of `chunk_values`.
+  template <class Body>
+  static zcoll::detail::decode_fault run(std::uint32_t tiles, std::uint32_t chunk_values, Body body) {
+    shared s(zcoll::detail::team_threads_for(chunk_values));
     std::vector<std::thread> threads;
     for (unsigned r = 0; r < s.threads; ++r) {
       threads.emplace_back([&, r] {
         host_team team(s, r);
-        for (std::uint32_t t = 0; t < layout.tiles(); ++t) {
+        for (std::uint32_t t = 0; t < tiles; ++t) {
           body(team, t);
           team.sync();
-          if (r == 0) s.tile_before = zcoll::detail::place_after{}(s.tile_before, s.tile_value);
+          if (r == 0) {
+            for (unsigned scan = 0; scan < 2; ++scan) {
+              s.tile_before[scan] = zcoll::detail::place_after{}(s.tile_before[scan], s.tile_value[scan]);
+              s.tile_value[scan] = {};
+            }
+          }
           team.sync();
         }
       });

@@ -67,11 +67,13 @@ class block_team {
       typename prefix_op::TempStorage prefix;
     } scans;
     std::uint8_t flags[Threads];
-    std::uint32_t words[Threads + 2];
+    std::uint32_t words[2 * Threads + 4];
     placement tile_before;
   };
 
-  __device__ block_team(storage& shared, tile_state& tiles, zcoll::detail::decode_fault* fault, unsigned tile)
+  /// `tiles` holds the tile states of each scan the kernel runs (compression and decompression one,
+  /// zcoll::add two).
+  __device__ block_team(storage& shared, tile_state* tiles, zcoll::detail::decode_fault* fault, unsigned tile)
       : shared_(shared), tiles_(tiles), fault_(fault), tile_(tile) {}
 
   __device__ unsigned rank() const { return threadIdx.x; }
@@ -88,15 +90,15 @@ class block_team {
     return out;
   }
 
-  __device__ placement tile_prefix(placement mine) {
+  __device__ placement tile_prefix(placement mine, unsigned scan) {
     __syncthreads();
     if (tile_ == 0) {
       if (threadIdx.x == 0) {
-        tiles_.SetInclusive(0, mine);
+        tiles_[scan].SetInclusive(0, mine);
         shared_.tile_before = placement{};
       }
     } else if (threadIdx.x < 32) {
-      prefix_op look_back(tiles_, shared_.scans.prefix, zcoll::detail::place_after{}, static_cast<int>(tile_));
+      prefix_op look_back(tiles_[scan], shared_.scans.prefix, zcoll::detail::place_after{}, static_cast<int>(tile_));
       const placement before = look_back(mine);
       if (threadIdx.x == 0) shared_.tile_before = before;
     }
@@ -125,7 +127,7 @@ class block_team {
   }
 
   storage& shared_;
-  tile_state& tiles_;
+  tile_state* tiles_;
   zcoll::detail::decode_fault* fault_;
   unsigned tile_;
 };
@@ -173,7 +175,7 @@ __global__ void __launch_bounds__(range_threads) find_ranges(zcoll::detail::comp
 template <class Q, class P, class E, floating_value T, unsigned Threads>
 __global__ void __launch_bounds__(Threads) compress_tiles(zcoll::detail::compress_job<T> job, tile_state tiles) {
   __shared__ typename block_team<Threads>::storage shared;
-  block_team<Threads> team(shared, tiles, nullptr, blockIdx.x);
+  block_team<Threads> team(shared, &tiles, nullptr, blockIdx.x);
   zcoll::detail::compress_tile<Q, P, E>(team, job, blockIdx.x);
 }
 
@@ -181,7 +183,7 @@ template <class Q, class P, class E, floating_value T, unsigned Threads>
 __global__ void __launch_bounds__(Threads) decompress_tiles(zcoll::detail::decompress_job<T> job, tile_state tiles,
                                                             zcoll::detail::decode_fault* fault) {
   __shared__ typename block_team<Threads>::storage shared;
-  block_team<Threads> team(shared, tiles, fault, blockIdx.x);
+  block_team<Threads> team(shared, &tiles, fault, blockIdx.x);
   zcoll::detail::decompress_tile<Q, P, E>(team, job, blockIdx.x);
 }
 
@@ -200,16 +202,26 @@ struct workspace_layout {
   std::size_t results_at = 0;        // offsets, sizes (u64 per stream), total (u64)
   std::size_t extents_at = 0;        // extent_keys per stream
   std::size_t fault_at = 0;          // decode_fault
-  std::size_t tile_states_at = 0;
+  std::size_t tile_states_at = 0;    // scan s's tile states at tile_states_at + s * aligned(tile_state_bytes)
   std::size_t tile_state_bytes = 0;
   std::size_t bytes = 0;
 
-  workspace_layout(std::size_t tiles, std::size_t streams) {
+  /// `scans`: the scans over the tiles a kernel runs (zcoll::add runs two).
+  workspace_layout(std::size_t tiles, std::size_t streams, unsigned scans = 1) {
     extents_at = results_at + aligned((2 * streams + 1) * sizeof(std::uint64_t));
     fault_at = extents_at + aligned(streams * sizeof(zcoll::detail::extent_keys));
     tile_states_at = fault_at + aligned(sizeof(zcoll::detail::decode_fault));
     check_call(tile_state::AllocationSize(static_cast<int>(tiles), tile_state_bytes), "cub::ScanTileState::AllocationSize");
-    bytes = aligned(tile_states_at + tile_state_bytes);
+    bytes = tile_states_at + scans * aligned(tile_state_bytes);
+  }
+
+  /// The tile states of scan `scan`, initialised for `tiles` tiles.
+  tile_state tiles_of(std::span<std::byte> workspace, std::size_t tiles, unsigned scan) const {
+    tile_state states;
+    check_call(states.Init(static_cast<int>(tiles), workspace.data() + tile_states_at + scan * aligned(tile_state_bytes),
+                           tile_state_bytes),
+               "cub::ScanTileState::Init");
+    return states;
   }
 };
 
@@ -279,6 +291,11 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
       return where + "exception section at byte " + std::to_string(f.detail >> 8) + ": " +
              zcoll::detail::to_string(static_cast<zcoll::detail::exception_fault>(f.detail & 0xFF));
     case code::bytes_left: return where + std::to_string(f.detail) + " bytes left after the last block";
+    case code::streams_differ:
+      return std::string("add: the streams differ in ") +
+             (f.detail == static_cast<std::uint64_t>(zcoll::detail::streams_differ_in::error_bound)
+                  ? "absolute error bound (the bin width is twice it)"
+                  : "fill value");
   }
   return where + "unknown fault " + std::to_string(f.code);
 }

@@ -80,7 +80,10 @@ struct Linear {
     /// Values for the first `lanes` codes (read as two's complement words).
     ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void dequantize(const std::uint32_t* ZCOLL_RESTRICT codes, T* ZCOLL_RESTRICT out,
                                         std::size_t lanes) const {
-      for (std::size_t j = 0; j < lanes; ++j) out[j] = static_cast<T>(static_cast<std::int32_t>(codes[j])) * step_;
+      // Never fused with what the caller does next (zcoll::add on the device adds two reconstructions).
+      for (std::size_t j = 0; j < lanes; ++j) {
+        out[j] = zcoll::detail::uncontracted_product(static_cast<T>(static_cast<std::int32_t>(codes[j])), step_);
+      }
     }
 
    private:

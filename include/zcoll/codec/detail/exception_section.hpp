@@ -23,6 +23,7 @@
 #include <span>
 
 #include "zcoll/codec/detail/pipeline_block.hpp"
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/value_type.hpp"
@@ -89,7 +90,7 @@ ZCOLL_HOST_DEVICE std::byte* write_masked_block(std::byte* at, std::uint16_t blo
   at = put_exception_bytes(at, &fill, sizeof fill);
   at = put_exception_bytes(at, &outliers, sizeof outliers);
   for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
-    at = put_exception_bytes(at, block_start + std::countr_zero(rest), sizeof(T));
+    at = put_exception_bytes(at, block_start + zcoll::countr_zero(rest), sizeof(T));
   }
   return at;
 }
@@ -164,14 +165,15 @@ struct ignore_exception_lanes {
   ZCOLL_HOST_DEVICE void operator()(std::size_t, block_mask, block_mask) const {}
 };
 
-/// Applies the section at `section` (`available` bytes to the chunk's end) to the chunk's `n` decoded
-/// values: fill lanes get `fill` (only when `has_fill`), outliers their stored values; `lanes(block,
-/// fill_lanes, outlier_lanes)` is told each block's exception lanes (zcoll::add needs them). Reads
-/// nothing past `available`; on a fault the values are partly written.
-template <floating_value T, class LaneVisitor = ignore_exception_lanes>
-ZCOLL_HOST_DEVICE exception_section_read apply_exception_section(const std::byte* section, std::size_t available,
-                                                                 bool has_fill, T fill, T* values, std::size_t n,
-                                                                 LaneVisitor&& lanes = {}) {
+/// Reads the section at `section` (`available` bytes to the chunk's end) of a chunk of `n` values and
+/// checks it: fill_run(first_block, blocks) for each fill run, masked_block(block, fill_lanes, outliers,
+/// outlier_values) for each masked block, whose outliers' values (T each, in lane order) are at
+/// `outlier_values`, checked to be there. Reads nothing past `available`. The decoders apply it
+/// (apply_exception_section); the CUDA add indexes it by block (index_exception_section).
+template <floating_value T, class FillRun, class MaskedBlock>
+ZCOLL_HOST_DEVICE exception_section_read read_exception_section(const std::byte* section, std::size_t available,
+                                                                bool has_fill, std::size_t n, FillRun&& fill_run,
+                                                                MaskedBlock&& masked_block) {
   exception_section_read read;
   const auto take = [&](auto& value) {
     if (available - read.bytes < sizeof value) return false;
@@ -196,15 +198,9 @@ ZCOLL_HOST_DEVICE exception_section_read apply_exception_section(const std::byte
       return fail(exception_fault::blocks_misplaced);
     }
     next_free_block = std::size_t{first} + count;
-    const std::size_t begin = std::size_t{first} * block_values;
-    const std::size_t end = next_free_block * block_values < n ? next_free_block * block_values : n;
     if (type == static_cast<std::uint8_t>(exception_type::fill_run)) {
       if (!has_fill) return fail(exception_fault::no_fill_value);
-      for (std::size_t j = begin; j < end; ++j) values[j] = fill;
-      for (std::size_t k = first; k < next_free_block; ++k) {
-        const std::size_t lanes_in_block = n - k * block_values < block_values ? n - k * block_values : block_values;
-        lanes(k, first_lanes(lanes_in_block), block_mask{0});
-      }
+      fill_run(std::size_t{first}, std::size_t{count});
       continue;
     }
     if (type != static_cast<std::uint8_t>(exception_type::masked_block) || count != 1) {
@@ -212,20 +208,96 @@ ZCOLL_HOST_DEVICE exception_section_read apply_exception_section(const std::byte
     }
     block_mask fill_lanes = 0, outliers = 0;
     if (!take(fill_lanes) || !take(outliers)) return fail(exception_fault::truncated);
-    const block_mask valid = first_lanes(end - begin);
+    const std::size_t begin = std::size_t{first} * block_values;
+    const block_mask valid = first_lanes(n - begin < block_values ? n - begin : block_values);
     if ((fill_lanes & outliers) != 0 || ((fill_lanes | outliers) & ~valid) != 0 || (fill_lanes | outliers) == 0) {
       return fail(exception_fault::bad_masks);
     }
     if (fill_lanes != 0 && !has_fill) return fail(exception_fault::no_fill_value);
-    for (block_mask rest = fill_lanes; rest != 0; rest &= rest - 1) values[begin + std::countr_zero(rest)] = fill;
-    for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
-      T value;
-      if (!take(value)) return fail(exception_fault::truncated);
-      values[begin + std::countr_zero(rest)] = value;
-    }
-    lanes(std::size_t{first}, fill_lanes, outliers);
+    const std::size_t value_bytes = sizeof(T) * static_cast<std::size_t>(zcoll::popcount(outliers));
+    if (available - read.bytes < value_bytes) return fail(exception_fault::truncated);
+    masked_block(std::size_t{first}, fill_lanes, outliers, section + read.bytes);
+    read.bytes += value_bytes;
   }
   return read;
+}
+
+/// Lanes of block `block` of a chunk of `n` values.
+ZCOLL_HOST_DEVICE inline std::size_t lanes_in_block(std::size_t block, std::size_t n) {
+  return n - block * block_values < block_values ? n - block * block_values : block_values;
+}
+
+/// Writes the masked block's values into `block_start`: `fill` on the fill lanes, the stored outliers
+/// (at `outlier_values`) on the outlier lanes.
+template <floating_value T>
+ZCOLL_HOST_DEVICE void apply_masked_block(T* block_start, block_mask fill_lanes, block_mask outliers, T fill,
+                                          const std::byte* outlier_values) {
+  for (block_mask rest = fill_lanes; rest != 0; rest &= rest - 1) block_start[zcoll::countr_zero(rest)] = fill;
+  for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
+    std::memcpy(block_start + zcoll::countr_zero(rest), outlier_values, sizeof(T));
+    outlier_values += sizeof(T);
+  }
+}
+
+/// Applies the section at `section` (`available` bytes to the chunk's end) to the chunk's `n` decoded
+/// values: fill lanes get `fill` (only when `has_fill`), outliers their stored values; `lanes(block,
+/// fill_lanes, outlier_lanes)` is told each block's exception lanes (zcoll::add needs them). Reads
+/// nothing past `available`; on a fault the values are partly written.
+template <floating_value T, class LaneVisitor = ignore_exception_lanes>
+ZCOLL_HOST_DEVICE exception_section_read apply_exception_section(const std::byte* section, std::size_t available,
+                                                                 bool has_fill, T fill, T* values, std::size_t n,
+                                                                 LaneVisitor&& lanes = {}) {
+  return read_exception_section<T>(
+      section, available, has_fill, n,
+      [&](std::size_t first, std::size_t count) {
+        const std::size_t end = (first + count) * block_values < n ? (first + count) * block_values : n;
+        for (std::size_t j = first * block_values; j < end; ++j) values[j] = fill;
+        for (std::size_t k = first; k < first + count; ++k) lanes(k, first_lanes(lanes_in_block(k, n)), block_mask{0});
+      },
+      [&](std::size_t block, block_mask fill_lanes, block_mask outliers, const std::byte* outlier_values) {
+        apply_masked_block(values + block * block_values, fill_lanes, outliers, fill, outlier_values);
+        lanes(block, fill_lanes, outliers);
+      });
+}
+
+/// What index_exception_section records for a block: no entry, or a fill run's block; any other value
+/// is the byte (from the section's start) of the block's outlier values, its two masks just before.
+inline constexpr std::uint32_t no_exception_entry = 0;
+inline constexpr std::uint32_t fill_run_entry = 0xFFFFFFFF;
+
+/// Checks the section as read_exception_section does and records in entry_of_block[k] (k < the chunk's
+/// blocks, cleared first) where block k's exceptions are: so that each thread of a team can apply its
+/// own block's (apply_indexed_exceptions) after one thread has read the section.
+template <floating_value T>
+ZCOLL_HOST_DEVICE exception_section_read index_exception_section(const std::byte* section, std::size_t available,
+                                                                 bool has_fill, std::size_t n, std::uint32_t* entry_of_block) {
+  const std::size_t blocks = (n + block_values - 1) / block_values;
+  for (std::size_t k = 0; k < blocks; ++k) entry_of_block[k] = no_exception_entry;
+  return read_exception_section<T>(
+      section, available, has_fill, n,
+      [&](std::size_t first, std::size_t count) {
+        for (std::size_t k = first; k < first + count; ++k) entry_of_block[k] = fill_run_entry;
+      },
+      [&](std::size_t block, block_mask, block_mask, const std::byte* outlier_values) {
+        entry_of_block[block] = static_cast<std::uint32_t>(outlier_values - section);
+      });
+}
+
+/// Applies block `block`'s exceptions as index_exception_section recorded them (`entry`) to its values
+/// (`lanes` of them at `block_start`); returns its exception lanes (fill, outliers).
+template <floating_value T>
+ZCOLL_HOST_DEVICE exception_masks apply_indexed_exceptions(const std::byte* section, std::uint32_t entry, std::size_t lanes,
+                                                           T fill, T* block_start) {
+  if (entry == no_exception_entry) return {};
+  if (entry == fill_run_entry) {
+    for (std::size_t j = 0; j < lanes; ++j) block_start[j] = fill;
+    return {first_lanes(lanes), 0};
+  }
+  block_mask fill_lanes = 0, outliers = 0;
+  std::memcpy(&fill_lanes, section + entry - 2 * sizeof(block_mask), sizeof fill_lanes);
+  std::memcpy(&outliers, section + entry - sizeof(block_mask), sizeof outliers);
+  apply_masked_block(block_start, fill_lanes, outliers, fill, section + entry);
+  return {fill_lanes, outliers};
 }
 
 }  // namespace zcoll::detail

@@ -35,8 +35,10 @@
 #include <vector>
 
 #include "zcoll/codec/detail/exception_section.hpp"
+#include "zcoll/codec/detail/pipeline_add_tile.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/codec/detail/pipeline_chunk.hpp"
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/lanes.hpp"
@@ -48,14 +50,6 @@
 #endif
 
 namespace zcoll::detail {
-
-/// a + b as a sum's exception lane holds it: a NaN is the canonical quiet NaN (x86 keeps the first
-/// operand's payload, so a + b and b + a could differ in their bits).
-template <floating_value T>
-T lane_sum(T a, T b) {
-  const T sum = a + b;
-  return sum != sum ? std::numeric_limits<T>::quiet_NaN() : sum;
-}
 
 /// Per-worker scratch of the lane-by-lane path, sized for one chunk.
 template <floating_value T>
@@ -105,16 +99,6 @@ struct pipeline_add {
                          " is malformed or runs past the chunk's end");
     }
     return size;
-  }
-
-  /// Whether the encoded block at `block` holds 32 zero residuals in a form of its own (BitShuffle's
-  /// single byte), so that adding it is a copy of the other block.
-  static bool zero_block(const std::byte* block) {
-    if constexpr (requires { E::zero_block(std::byte{}); }) {
-      return E::zero_block(block[0]);
-    } else {
-      return false;
-    }
   }
 
   /// sum = a + b, modulo 2^32. With AVX2 in the 8-lane vectors the decoder stored: a wider load of
@@ -173,7 +157,7 @@ struct pipeline_add {
       const std::byte* block_b = b.data() + at_b;
       at_a += size_a;
       at_b += size_b;
-      const bool zero_a = zero_block(block_a), zero_b = zero_block(block_b);
+      const bool zero_a = encodes_zero_block<E>(block_a), zero_b = encodes_zero_block<E>(block_b);
       std::uint64_t magnitude = 0;
       if (zero_a || zero_b) {  // the sum is the other block, as it is
         const std::byte* kept = zero_a ? block_b : block_a;
@@ -221,21 +205,9 @@ struct pipeline_add {
       E::decode_checked_block(blocks, codes);
       blocks += size;
       P::inverse(state, codes);
-      if (out_of_range<BlockQuantizer>(codes, std::min(block_values, n - first)) != 0) return false;
+      if (codes_out_of_range<BlockQuantizer>(codes, std::min(block_values, n - first)) != 0) return false;
     }
     return true;
-  }
-
-  /// The lanes among the first `lanes` whose code is beyond the quantizer's range.
-  template <class BlockQuantizer>
-  static block_mask out_of_range(const std::uint32_t* codes, std::size_t lanes) {
-    block_mask outside = 0;
-    for (std::size_t j = 0; j < lanes; ++j) {
-      const auto q = static_cast<std::int32_t>(codes[j]);
-      const bool beyond = q > BlockQuantizer::max_code || q < -BlockQuantizer::max_code;
-      outside |= static_cast<block_mask>(beyond) << j;
-    }
-    return outside;
   }
 
   /// Decodes chunk `c` of n values as the decoder does, keeping its residuals (when coded) and each
@@ -309,11 +281,11 @@ struct pipeline_add {
       std::copy_n(residuals, block_values, codes);
       P::inverse(state, codes);
       const std::size_t first = k * block_values, lanes = std::min(block_values, n - first);
-      const block_mask exact = (s.lanes_a[k] | s.lanes_b[k] | out_of_range<BlockQuantizer>(codes, lanes)) & first_lanes(lanes);
+      const block_mask exact = (s.lanes_a[k] | s.lanes_b[k] | codes_out_of_range<BlockQuantizer>(codes, lanes)) & first_lanes(lanes);
       if (exact == 0) continue;
       block_mask fill_lanes = 0;
       for (block_mask rest = has_fill ? exact : 0; rest != 0; rest &= rest - 1) {
-        const auto j = static_cast<std::size_t>(std::countr_zero(rest));
+        const auto j = static_cast<std::size_t>(zcoll::countr_zero(rest));
         if (std::bit_cast<bits_of<T>>(sums[first + j]) == fill_bits) fill_lanes |= block_mask{1} << j;
       }
       s.exceptions.push_back({static_cast<std::uint16_t>(k), fill_lanes, exact & ~fill_lanes});

@@ -10,9 +10,10 @@
 /// driver's, stream by stream, and each stream's size is produced where it is computed.
 ///
 /// A Team provides: rank() and size(); sync(); exclusive_scan(value, op, initial, aggregate) over the
-/// team in rank order; tile_prefix(value), the exclusive scan of the tiles' values in tile order; flags()
-/// and words(), size() bytes and size() + 2 words the team shares; and report(fault) for the first
-/// decoding fault. The CUDA team is in codec/pipeline.cuh; tests run the same code on a host team of
+/// team in rank order; tile_prefix(value, scan), the exclusive scan of the tiles' values in tile order
+/// (scan 0 or 1: two independent scans, which zcoll::add needs, codec/detail/pipeline_add_tile.hpp);
+/// flags() and words(), size() bytes and 2 size() + 4 words the team shares; and report(fault) for the
+/// first decoding fault. The CUDA team is in codec/pipeline.cuh; tests run the same code on a host team of
 /// std::threads (tests/support/host_team.hpp), which is how this algorithm is tested without a GPU.
 
 #include <bit>
@@ -26,6 +27,7 @@
 #include "zcoll/codec/codec_id.hpp"
 #include "zcoll/codec/detail/exception_section.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
@@ -82,7 +84,7 @@ struct keep_later_code {
 ZCOLL_HOST_DEVICE inline kept_code last_kept_code(const std::int32_t* codes, block_mask exceptions) {
   const block_mask kept = ~exceptions;
   if (kept == 0) return {};
-  return {1, codes[31 - std::countl_zero(kept)]};
+  return {1, codes[31 - zcoll::countl_zero(kept)]};
 }
 
 /// What a block adds to its chunk: encoded bytes, exception-section bytes and entries.
@@ -235,6 +237,89 @@ struct compress_job {
   std::uint64_t* total_bytes = nullptr;   ///< the batch's size
 };
 
+/// A thread's block on its way into its chunk: the encoded bytes, the exception lanes, and its values,
+/// from which the exception section stores the outliers and a verbatim chunk every lane.
+template <class E, floating_value T>
+struct tile_block {
+  std::byte encoded[E::max_block_bytes];
+  std::uint32_t encoded_bytes = 0;
+  exception_masks e{};
+  const T* values = nullptr;  ///< the block's first value
+  std::size_t lanes = 0;      ///< its values in the chunk (0 for a thread past the chunk's blocks)
+};
+
+/// A chunk's layout as the team agreed it: every member the same, but `before`, `fill_block` and
+/// `entry`, which are the thread's own block's.
+struct chunk_plan {
+  chunk_sizes before;        ///< the blocks' and the section's bytes before this thread's block
+  chunk_sizes total;
+  bool fill_block = false;   ///< this block is all fill (it joins a fill run)
+  bool entry = false;        ///< this block writes an entry of the exception section
+  bool verbatim = false;
+  std::uint64_t bytes = 0;   ///< the chunk's size
+};
+
+/// The exception section's entries and the chunk's size, for a chunk of n values whose blocks the team
+/// holds: a block of nothing but fill joins the fill run of the block before it; the coded form is kept
+/// only when `coded` and not larger than the values (as on the host).
+template <class E, floating_value T, class Team>
+ZCOLL_HOST_DEVICE chunk_plan plan_chunk(Team& team, const tile_block<E, T>& block, std::size_t n, bool coded) {
+  chunk_plan plan;
+  const unsigned b = team.rank();
+  const bool mine = coded && block.lanes > 0;
+  plan.fill_block = mine && block.e.any() != 0 && all_fill(block.e, block.lanes);
+  team.flags()[b] = plan.fill_block ? 1 : 0;
+  team.sync();
+  const bool starts_run = plan.fill_block && !(b > 0 && team.flags()[b - 1] != 0);
+  plan.entry = mine && block.e.any() != 0 && (!plan.fill_block || starts_run);
+  chunk_sizes own{mine ? block.encoded_bytes : 0u, 0, 0};
+  if (plan.entry) {
+    own.exception_bytes = static_cast<std::uint32_t>(plan.fill_block ? exception_entry_header_bytes
+                                                                     : masked_block_entry_bytes<T>(block.e.outliers));
+    own.entries = 1;
+  }
+  plan.before = team.exclusive_scan(own, add_chunk_sizes{}, chunk_sizes{}, plan.total);
+  const std::size_t value_bytes = n * sizeof(T);
+  const std::size_t section_bytes =
+      plan.total.entries > 0 ? exception_count_bytes + std::size_t{plan.total.exception_bytes} : 0;
+  plan.verbatim = n > 0 && (!coded || 1 + std::size_t{plan.total.block_bytes} + section_bytes > value_bytes);
+  plan.bytes = n == 0 ? 0 : plan.verbatim ? 1 + value_bytes : 1 + plan.total.block_bytes + section_bytes;
+  return plan;
+}
+
+/// Writes the planned chunk of n values (`blocks` blocks) at `chunk`: rank 0 its kind and the section's
+/// entry count, every thread its block's bytes and entry, or its values for a verbatim chunk. The flags
+/// plan_chunk set must still be there.
+template <class E, floating_value T, class Team>
+ZCOLL_HOST_DEVICE void write_chunk(Team& team, const chunk_plan& plan, const tile_block<E, T>& block, std::size_t n,
+                                   std::size_t blocks, std::byte* chunk) {
+  const unsigned b = team.rank();
+  if (b == 0 && n > 0) {
+    const chunk_kind kind = plan.verbatim          ? chunk_kind::verbatim
+                            : plan.total.entries > 0 ? chunk_kind::coded_with_exceptions
+                                                     : chunk_kind::coded;
+    chunk[0] = static_cast<std::byte>(kind);
+    if (kind == chunk_kind::coded_with_exceptions) {
+      write_exception_count(chunk + 1 + plan.total.block_bytes, static_cast<std::uint16_t>(plan.total.entries));
+    }
+  }
+  if (plan.verbatim) {
+    if (block.lanes > 0) std::memcpy(chunk + 1 + b * block_values * sizeof(T), block.values, block.lanes * sizeof(T));
+    return;
+  }
+  if (n == 0 || block.lanes == 0) return;
+  std::memcpy(chunk + 1 + plan.before.block_bytes, block.encoded, block.encoded_bytes);
+  if (!plan.entry) return;
+  std::byte* const entry = chunk + 1 + plan.total.block_bytes + exception_count_bytes + plan.before.exception_bytes;
+  if (plan.fill_block) {
+    std::uint16_t run = 1;
+    while (b + run < blocks && team.flags()[b + run] != 0) ++run;
+    write_fill_run(entry, static_cast<std::uint16_t>(b), run);
+  } else {
+    write_masked_block(entry, static_cast<std::uint16_t>(b), block.e.fill, block.e.outliers, block.values);
+  }
+}
+
 /// Compresses tile `t` of the job with the team; every thread of the team calls it.
 template <class Q, class P, class E, floating_value T, class Team>
 ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std::uint32_t t) {
@@ -259,53 +344,36 @@ ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std
 
   // 1. Codes and exceptions of the thread's block; the code before the block is a scan.
   std::int32_t codes[block_values] = {};
-  exception_masks e{};
+  tile_block<E, T> block;
+  block.values = values + b * block_values;
+  block.lanes = lanes;
   kept_code last{};
   if (mine) {
-    e = quantize_block<T>(quantizer, job.has_fill, job.fill, values + b * block_values, lanes, codes);
-    last = last_kept_code(codes, e.any());
+    block.e = quantize_block<T>(quantizer, job.has_fill, job.fill, block.values, lanes, codes);
+    last = last_kept_code(codes, block.e.any());
   }
   kept_code unused;
   const kept_code incoming = team.exclusive_scan(last, keep_later_code{}, kept_code{1, 0}, unused);
 
   // 2. Residuals and the encoded block, kept by the thread until its place is known.
-  std::byte encoded[E::max_block_bytes];
-  std::uint32_t encoded_bytes = 0;
   if (mine) {
-    repeat_previous_code(codes, e.any(), incoming.code);
+    repeat_previous_code(codes, block.e.any(), incoming.code);
     std::int32_t residuals[block_values];
     auto state = predictor_state_after<P>(static_cast<std::uint32_t>(incoming.code));
     P::forward(state, codes, residuals);
     for (std::size_t j = lanes; j < block_values; ++j) residuals[j] = 0;
-    encoded_bytes = static_cast<std::uint32_t>(E::encode_block(residuals, encoded));
+    block.encoded_bytes = static_cast<std::uint32_t>(E::encode_block(residuals, block.encoded));
   }
 
-  // 3. The exception section: a block of nothing but fill joins the fill run of the block before it.
-  const bool fill_block = mine && e.any() != 0 && all_fill(e, lanes);
-  team.flags()[b] = fill_block ? 1 : 0;
-  team.sync();
-  const bool starts_run = fill_block && !(b > 0 && team.flags()[b - 1] != 0);
-  chunk_sizes own{encoded_bytes, 0, 0};
-  if (mine && e.any() != 0 && (!fill_block || starts_run)) {
-    own.exception_bytes = static_cast<std::uint32_t>(fill_block ? exception_entry_header_bytes
-                                                                : masked_block_entry_bytes<T>(e.outliers));
-    own.entries = 1;
-  }
-  chunk_sizes total;
-  const chunk_sizes before = team.exclusive_scan(own, add_chunk_sizes{}, chunk_sizes{}, total);
-  const std::size_t value_bytes = n * sizeof(T);
-  const std::size_t section_bytes = total.entries > 0 ? exception_count_bytes + std::size_t{total.exception_bytes} : 0;
-  // As on the host: the coded form is kept only when it is not larger than the values.
-  const bool verbatim = n > 0 && (!coded || 1 + std::size_t{total.block_bytes} + section_bytes > value_bytes);
-  const std::uint64_t chunk_bytes = n == 0 ? 0 : verbatim ? 1 + value_bytes : 1 + total.block_bytes + section_bytes;
+  // 3. The exception section and the chunk's size.
+  const chunk_plan plan = plan_chunk(team, block, n, coded);
 
   // 4. The chunk's place: the scan over the batch's tiles.
   const std::uint64_t prefix_bytes = c == 0 ? stream_prefix_size_bytes(chunks) : 0;
-  const placement tile{prefix_bytes + chunk_bytes, prefix_bytes + chunk_bytes, c == 0 ? 1u : 0u};
-  const placement earlier = team.tile_prefix(tile);
+  const placement tile{prefix_bytes + plan.bytes, prefix_bytes + plan.bytes, c == 0 ? 1u : 0u};
+  const placement earlier = team.tile_prefix(tile, 0);
   const std::uint64_t stream_start = c == 0 ? earlier.offset : earlier.offset - earlier.in_stream;
   std::byte* const stream = job.out + stream_start;
-  std::byte* const chunk = job.out + earlier.offset + prefix_bytes;
 
   if (team.rank() == 0) {
     if (c == 0) {
@@ -322,36 +390,15 @@ ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std
       job.stream_offset[s] = stream_start;
     }
     if (n > 0) {
-      const auto size32 = static_cast<std::uint32_t>(chunk_bytes);
+      const auto size32 = static_cast<std::uint32_t>(plan.bytes);
       std::memcpy(stream + stream_header_size_bytes + 4 * std::size_t{c}, &size32, 4);
-      const chunk_kind kind = verbatim ? chunk_kind::verbatim
-                              : total.entries > 0 ? chunk_kind::coded_with_exceptions
-                                                  : chunk_kind::coded;
-      chunk[0] = static_cast<std::byte>(kind);
-      if (kind == chunk_kind::coded_with_exceptions) {
-        write_exception_count(chunk + 1 + total.block_bytes, static_cast<std::uint16_t>(total.entries));
-      }
     }
     if (c + 1 >= chunks) job.stream_bytes[s] = (c == 0 ? 0 : earlier.in_stream) + tile.in_stream;
     if (t + 1 == layout.tiles()) *job.total_bytes = earlier.offset + tile.offset;
   }
 
   // 5. The bytes into place.
-  if (verbatim) {
-    if (lanes > 0) std::memcpy(chunk + 1 + b * block_values * sizeof(T), values + b * block_values, lanes * sizeof(T));
-    return;
-  }
-  if (!mine) return;
-  std::memcpy(chunk + 1 + before.block_bytes, encoded, encoded_bytes);
-  if (own.entries == 0) return;
-  std::byte* const entry = chunk + 1 + total.block_bytes + exception_count_bytes + before.exception_bytes;
-  if (fill_block) {
-    std::uint16_t run = 1;
-    while (b + run < blocks && team.flags()[b + run] != 0) ++run;
-    write_fill_run(entry, static_cast<std::uint16_t>(b), run);
-  } else {
-    write_masked_block(entry, static_cast<std::uint16_t>(b), e.fill, e.outliers, values + b * block_values);
-  }
+  write_chunk(team, plan, block, n, blocks, job.out + earlier.offset + prefix_bytes);
 }
 
 /// Why a device decoder refused a stream (codec/pipeline.cuh turns it into a format_error message).
@@ -369,7 +416,11 @@ enum class decode_fault_code : std::uint32_t {
   bad_block,           // a block header no encoder writes, or a block past the chunk's end
   bad_exceptions,      // an exception section that does not parse (detail: exception_fault_detail)
   bytes_left,          // bytes after the last block or exception entry
+  streams_differ,      // zcoll::add: the two streams differ in a setting (detail: streams_differ_in)
 };
+
+/// What a streams_differ fault's detail names.
+enum class streams_differ_in : std::uint64_t { error_bound = 1, fill_value = 2 };
 
 /// A bad_exceptions fault's detail: the section's byte in the chunk and the exception_fault.
 ZCOLL_HOST_DEVICE constexpr std::uint64_t exception_fault_detail(std::size_t at, exception_fault fault) {
@@ -410,6 +461,23 @@ ZCOLL_HOST_DEVICE decode_fault_code check_header(const std::byte* stream, std::u
   return decode_fault_code::none;
 }
 
+/// Where a coded chunk's blocks are: each block's first byte gives its size, so one thread walks them.
+struct block_walk {
+  bool ok = true;       ///< false: a block is malformed or runs past the chunk's end
+  std::size_t end = 1;  ///< the byte after the last block (where the walk stopped, when not ok)
+};
+template <class E>
+ZCOLL_HOST_DEVICE block_walk walk_blocks(const std::byte* chunk, std::size_t size, std::size_t blocks, std::uint32_t* starts) {
+  block_walk walk;
+  for (std::size_t k = 0; k < blocks && walk.ok; ++k) {
+    const std::size_t bytes = walk.end < size ? E::block_bytes(chunk[walk.end]) : 0;
+    walk.ok = bytes > 0 && bytes <= size - walk.end;
+    starts[k] = static_cast<std::uint32_t>(walk.end);
+    walk.end += bytes;
+  }
+  return walk;
+}
+
 /// Decompresses tile `t` of the job with the team; every thread of the team calls it. A fault is
 /// reported and leaves the tile's values unspecified; it never reads or writes outside the job's buffers.
 template <class Q, class P, class E, floating_value T, class Team>
@@ -438,7 +506,7 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
     std::memcpy(&size, stream + stream_header_size_bytes + 4 * std::size_t{c}, 4);
   }
   const std::uint64_t prefix_bytes = stream_prefix_size_bytes(chunks);
-  const placement earlier = team.tile_prefix(placement{size, size, c == 0 ? 1u : 0u});
+  const placement earlier = team.tile_prefix(placement{size, size, c == 0 ? 1u : 0u}, 0);
   const std::uint64_t offset = prefix_bytes + (c == 0 ? 0 : earlier.in_stream);
   if (header_check != decode_fault_code::none) {
     if (team.rank() == 0 && c == 0) fail(header_check, static_cast<std::uint64_t>(parse_fault));
@@ -479,17 +547,10 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
   std::uint32_t* const starts = team.words();
   const unsigned status = team.size(), end_of_blocks = team.size() + 1;
   if (b == 0) {
-    std::size_t at = 1;
-    bool ok = true;
-    for (std::size_t k = 0; k < blocks && ok; ++k) {
-      const std::size_t bytes = at < size ? E::block_bytes(chunk[at]) : 0;
-      ok = bytes > 0 && bytes <= size - at;
-      starts[k] = static_cast<std::uint32_t>(at);
-      at += bytes;
-    }
-    if (!ok) fail(decode_fault_code::bad_block, at);
-    starts[status] = ok ? 1 : 0;
-    starts[end_of_blocks] = static_cast<std::uint32_t>(at);
+    const block_walk walk = walk_blocks<E>(chunk, size, blocks, starts);
+    if (!walk.ok) fail(decode_fault_code::bad_block, walk.end);
+    starts[status] = walk.ok ? 1 : 0;
+    starts[end_of_blocks] = static_cast<std::uint32_t>(walk.end);
   }
   team.sync();
   if (starts[status] == 0) return;
