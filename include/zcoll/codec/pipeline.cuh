@@ -179,12 +179,22 @@ __global__ void __launch_bounds__(Threads) compress_tiles(zcoll::detail::compres
   zcoll::detail::compress_tile<Q, P, E>(team, job, blockIdx.x);
 }
 
+/// Decoded chunks are staged in shared memory up to this size (the 128-thread team's chunks of 4096 values
+/// take 16 KiB of f32, 32 KiB of f64; the 1024-thread team's would not fit beside the team's storage).
+inline constexpr std::size_t max_staging_bytes = 32 * 1024;
+
 template <class Q, class P, class E, floating_value T, unsigned Threads>
 __global__ void __launch_bounds__(Threads) decompress_tiles(zcoll::detail::decompress_job<T> job, tile_state tiles,
                                                             zcoll::detail::decode_fault* fault) {
   __shared__ typename block_team<Threads>::storage shared;
   block_team<Threads> team(shared, &tiles, fault, blockIdx.x);
-  zcoll::detail::decompress_tile<Q, P, E>(team, job, blockIdx.x);
+  constexpr std::size_t chunk_values = std::size_t{Threads} * zcoll::block_values;
+  if constexpr (chunk_values * sizeof(T) <= max_staging_bytes) {
+    __shared__ T staging[chunk_values];
+    zcoll::detail::decompress_tile<Q, P, E>(team, job, blockIdx.x, staging);
+  } else {
+    zcoll::detail::decompress_tile<Q, P, E>(team, job, blockIdx.x);
+  }
 }
 
 /// Runs `launch.template operator()<Threads>()` with the team size for chunks of `chunk_values`.

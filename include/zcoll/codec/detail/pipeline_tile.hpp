@@ -480,8 +480,12 @@ ZCOLL_HOST_DEVICE block_walk walk_blocks(const std::byte* chunk, std::size_t siz
 
 /// Decompresses tile `t` of the job with the team; every thread of the team calls it. A fault is
 /// reported and leaves the tile's values unspecified; it never reads or writes outside the job's buffers.
+/// With `staging` (room for a chunk's values the team shares: a CUDA block's shared memory), each thread
+/// decodes its block there and the team then writes the chunk out value by value in rank order, so that
+/// consecutive threads write consecutive values (on a GPU, one transaction a warp instead of 32); without
+/// it each thread writes its block's values where they go.
 template <class Q, class P, class E, floating_value T, class Team>
-ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job, std::uint32_t t) {
+ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job, std::uint32_t t, T* staging = nullptr) {
   static_assert(scan_predictor<P>, "the CUDA driver predicts with Lorenzo1D or None");
   const batch_layout& layout = job.layout;
   const tile_place tile_at = layout.tile(t);
@@ -530,7 +534,11 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
       if (b == 0) fail(decode_fault_code::bad_verbatim_chunk, size);
       return;
     }
-    if (lanes > 0) std::memcpy(values + b * block_values, chunk + 1 + b * block_values * sizeof(T), lanes * sizeof(T));
+    if (staging == nullptr) {
+      if (lanes > 0) std::memcpy(values + b * block_values, chunk + 1 + b * block_values * sizeof(T), lanes * sizeof(T));
+      return;
+    }
+    for (std::size_t i = b; i < n; i += team.size()) std::memcpy(values + i, chunk + 1 + i * sizeof(T), sizeof(T));
     return;
   }
   if (kind != chunk_kind::coded && kind != chunk_kind::coded_with_exceptions) {
@@ -570,22 +578,32 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
     P::inverse(state, residuals);
     T decoded[block_values];
     quantizer.dequantize(residuals, decoded, lanes);
-    for (std::size_t j = 0; j < lanes; ++j) values[b * block_values + j] = decoded[j];
+    T* const out = (staging != nullptr ? staging : values) + b * block_values;
+    for (std::size_t j = 0; j < lanes; ++j) out[j] = decoded[j];
   }
   team.sync();  // the exception section overwrites values the blocks wrote
 
   // 4. The exception section, and nothing after it.
-  if (b != 0) return;
-  std::size_t at = starts[end_of_blocks];
-  if (kind == chunk_kind::coded_with_exceptions) {
-    const auto section = apply_exception_section(chunk + at, size - at, h.has_fill_value,
-                                                 std::bit_cast<T>(static_cast<bits_of<T>>(h.fill_bits)), values, n);
-    if (section.fault != exception_fault::none) {
-      return fail(decode_fault_code::bad_exceptions, exception_fault_detail(at, section.fault));
+  if (b == 0) {
+    std::size_t at = starts[end_of_blocks];
+    bool fine = true;
+    if (kind == chunk_kind::coded_with_exceptions) {
+      const auto section = apply_exception_section(chunk + at, size - at, h.has_fill_value,
+                                                   std::bit_cast<T>(static_cast<bits_of<T>>(h.fill_bits)),
+                                                   staging != nullptr ? staging : values, n);
+      if (section.fault != exception_fault::none) fail(decode_fault_code::bad_exceptions, exception_fault_detail(at, section.fault));
+      fine = section.fault == exception_fault::none;
+      at += section.bytes;
     }
-    at += section.bytes;
+    if (fine && at != size) fail(decode_fault_code::bytes_left, size - at);
+    starts[status] = fine && at == size ? 1 : 0;
   }
-  if (at != size) fail(decode_fault_code::bytes_left, size - at);
+  if (staging == nullptr) return;
+
+  // 5. The staged chunk out, consecutive threads on consecutive values.
+  team.sync();
+  if (starts[status] == 0) return;
+  for (std::size_t i = b; i < n; i += team.size()) values[i] = staging[i];
 }
 
 }  // namespace zcoll::detail
