@@ -10,7 +10,7 @@
 /// driver's, stream by stream, and each stream's size is produced where it is computed.
 ///
 /// A Team provides: rank() and size(); sync(); exclusive_scan(value, op, initial, aggregate) over the
-/// team in rank order; tile_prefix(value, scan), the exclusive scan of the tiles' values in tile order
+/// team in rank order, which starts with a barrier; tile_prefix(value, scan), the exclusive scan of the tiles' values in tile order
 /// (scan 0 or 1: two independent scans, which zcoll::add needs, codec/detail/pipeline_add_tile.hpp);
 /// flags() and words(), size() bytes and 2 size() + 4 words the team shares; and report(fault) for the
 /// first decoding fault. The CUDA team is in codec/pipeline.cuh; tests run the same code on a host team of
@@ -345,7 +345,7 @@ ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std
   // 1. Codes and exceptions of the thread's block; the code before the block is a scan.
   std::int32_t codes[block_values] = {};
   tile_block<E, T> block;
-  block.values = values + b * block_values;
+  block.values = lanes > 0 ? values + b * block_values : nullptr;  // (values is null for an empty stream)
   block.lanes = lanes;
   kept_code last{};
   if (mine) {
@@ -551,11 +551,21 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
     return;
   }
 
-  // 2. Where each block starts: its first byte gives its size, so one thread walks the chunk.
+  // 2. Where each block starts: its first byte gives its size, so one thread walks the chunk. With a
+  // staging buffer the team copies the chunk's bytes there first (it holds the chunk's values later,
+  // and a coded chunk is smaller than its values): the walk, a chain of dependent loads, and the
+  // decoders then read shared memory.
+  const std::byte* blocks_at = chunk;
+  if (staging != nullptr && size <= std::size_t{layout.chunk_values} * sizeof(T)) {
+    auto* const staged_bytes = reinterpret_cast<std::byte*>(staging);
+    for (std::size_t i = b; i < size; i += team.size()) staged_bytes[i] = chunk[i];
+    team.sync();
+    blocks_at = staged_bytes;
+  }
   std::uint32_t* const starts = team.words();
   const unsigned status = team.size(), end_of_blocks = team.size() + 1;
   if (b == 0) {
-    const block_walk walk = walk_blocks<E>(chunk, size, blocks, starts);
+    const block_walk walk = walk_blocks<E>(blocks_at, size, blocks, starts);
     if (!walk.ok) fail(decode_fault_code::bad_block, walk.end);
     starts[status] = walk.ok ? 1 : 0;
     starts[end_of_blocks] = static_cast<std::uint32_t>(walk.end);
@@ -568,10 +578,12 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
   std::uint32_t residuals[block_values] = {};
   std::uint32_t block_sum = 0;
   if (lanes > 0) {
-    E::decode_checked_block(chunk + starts[b], residuals);
+    E::decode_checked_block(blocks_at + starts[b], residuals);
     for (std::size_t j = 0; j < block_values; ++j) block_sum += residuals[j];
   }
   std::uint32_t unused;
+  // (The scan starts with a barrier: every block is decoded before any thread writes values over the
+  // staged bytes below.)
   const std::uint32_t incoming = team.exclusive_scan(block_sum, add_words{}, 0u, unused);
   if (lanes > 0) {
     auto state = predictor_state_after<P>(incoming);
