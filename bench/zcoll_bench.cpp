@@ -716,10 +716,9 @@ add_row measure_add(const options& o, const std::string& registry_name, const da
   config.error_bound = zcoll::absolute(eb);  // one bin width for both streams, as the collectives agree on
   const Codec codec(config);
   const auto a = codec.compress(x), b = codec.compress(y);
-  std::vector<std::byte> sum(codec.template max_compressed_size<T>(n)), doc(sum.size());
-  std::span<std::byte> sum_written, doc_written;
+  std::vector<std::byte> sum(codec.template max_compressed_size<T>(n));
+  std::span<std::byte> sum_written;
   add_row r{.codec = Codec::name(), .bound = zcoll::to_string(bound), .stated = 2 * eb};
-  std::vector<T> da(n), db(n);
   if (o.device == "cuda") {  // timed on the device; its sum must be the host's bytes
     const auto device = measure_add_on_device<T>(registry_name, config, a, b, n, o.repeat);
     sum_written = zcoll::add(exec, codec, a, b, std::span(sum));
@@ -730,6 +729,9 @@ add_row measure_add(const options& o, const std::string& registry_name, const da
     r.held = std::ranges::equal(device.sum, sum_written);
     r.doc_ratio = static_cast<double>(2 * n * sizeof(T)) / static_cast<double>(device.doc_bytes);
   } else {
+    std::vector<T> da(n), db(n);
+    std::vector<std::byte> doc(sum.size());
+    std::span<std::byte> doc_written;
     r.add_s = median_seconds(o.repeat, [&] { sum_written = zcoll::add(exec, codec, a, b, std::span(sum)); });
     r.doc_s = median_seconds(o.repeat, [&] {
       codec.decompress(exec, a, da);
