@@ -147,11 +147,17 @@ class zfp_accuracy_reference {
 };
 #endif
 
-/// The reference rows this build lacks, and why: the byte coders', then ZFP's.
+/// The reference rows this build lacks, and why: the byte coders', then ZFP's, SZ3's and SZp's.
 inline std::vector<missing_coder> missing_references() {
   auto missing = missing_byte_coders();
 #if !ZCOLL_BENCH_HAS_ZFP
   missing.push_back({"zfp", "zfp (libzfp was not found when zcoll-bench was built; install libzfp-dev)"});
+#endif
+#if !ZCOLL_BENCH_HAS_SZ3
+  missing.push_back({"sz3", "sz3 (no SZ3 source folder when zcoll-bench was built; configure with -DZCOLL_SZ3_DIR=...)"});
+#endif
+#if !ZCOLL_BENCH_HAS_SZP
+  missing.push_back({"szp", "szp (no SZp source folder or OpenMP when zcoll-bench was built; configure with -DZCOLL_SZP_DIR=...)"});
 #endif
   return missing;
 }

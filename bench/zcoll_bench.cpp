@@ -37,6 +37,7 @@
 #include "embedding_input.hpp"
 #include "quantized_reference.hpp"
 #include "reference_codecs.hpp"
+#include "sz_references.hpp"
 #include "cuda_codec_bench.hpp"  // declarations only; defined where nvcc builds cuda_codec_bench.cu
 #include "zcoll/codec/add.hpp"
 #include "zcoll/codec/registry.hpp"
@@ -159,8 +160,14 @@ reference rows (off by default; one thread, whatever --threads):
                                      against the tolerance and a break shows as NO with a note; ZFP
                                      does not promise its tolerance, so unlike a zcoll row a break does
                                      not change the exit status.
-                        Rows of a library the build did not find (liblz4, libzstd, libblosc, libzfp) are
-                        left out, with a note.
+                          sz3        'sz3': SZ3 (its default: interpolation or Lorenzo, Huffman, zstd)
+                                     at each bound in the data's units, one thread, on the --dims shape
+                          szp        'szp': SZp, the reference fZ-light, at each bound, one thread
+                                     (SZ3 and SZp are built from their source folders, ZCOLL_SZ3_DIR and
+                                     ZCOLL_SZP_DIR; every value is checked and a break of their bound is
+                                     shown, not fatal)
+                        Rows of a library the build did not find (liblz4, libzstd, libblosc, libzfp, SZ3,
+                        SZp) are left out, with a note.
 run:
   --device host|cuda    where the codecs run (default host). cuda: fzlight on the first GPU, data and
                         buffers in device memory, GB/s from CUDA events, beside a device-to-device
@@ -499,22 +506,51 @@ row measure_quantized(const zcoll_bench::byte_coder& coder, zcoll_bench::code_pr
                   written.size(), compress_s, decompress_s, memcpy_gb_per_s, error_bound, error);
 }
 
+/// A lossy reference library (ZFP, SZ3, SZp) at one bound `error_bound` in the data's units (the fill
+/// value left out of a relative bound's range); every value checked against it. A break is reported, never
+/// fatal: ZFP aims at its tolerance without promising it, and SZ3's and SZp's breaks are theirs.
+template <class T, class Reference>
+row measure_lossy_reference(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
+                            std::vector<T>& restored, Reference& reference, double error_bound) {
+  std::size_t written = 0;
+  const double compress_s = median_seconds(o.repeat, [&] { written = reference.compress(data.values); });
+  restored.assign(data.values.size(), T(0));
+  const double decompress_s = median_seconds(o.repeat, [&] { reference.decompress(restored); });
+  const auto error = zcoll::measure_error<T>(data.values, restored, error_bound, zcoll::fill_bits_of<T>(o.fill_value));
+  row r = make_row("ref:" + reference.name(), zcoll::to_string(bound), data.values.size() * sizeof(T), written,
+                   compress_s, decompress_s, memcpy_gb_per_s, error_bound, error);
+  r.bound_promised = false;
+  return r;
+}
+
 #if ZCOLL_BENCH_HAS_ZFP
-/// ZFP's fixed-accuracy mode at one bound, on the data's shape; every value checked against the tolerance.
+/// ZFP's fixed-accuracy mode at one bound, on the data's shape.
 template <class T>
 row measure_zfp(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
                 std::vector<T>& restored) {
   const double tolerance = zcoll_bench::reference_error_bound(bound, std::span<const T>(data.values), o.fill_value);
   zcoll_bench::zfp_accuracy_reference<T> reference(data.shape, data.values.size(), tolerance);
-  std::size_t written = 0;
-  const double compress_s = median_seconds(o.repeat, [&] { written = reference.compress(data.values); });
-  restored.assign(data.values.size(), T(0));
-  const double decompress_s = median_seconds(o.repeat, [&] { reference.decompress(restored); });
-  const auto error = zcoll::measure_error<T>(data.values, restored, tolerance, zcoll::fill_bits_of<T>(o.fill_value));
-  row r = make_row("ref:" + reference.name(), zcoll::to_string(bound), data.values.size() * sizeof(T), written,
-                   compress_s, decompress_s, memcpy_gb_per_s, tolerance, error);
-  r.bound_promised = false;
-  return r;
+  return measure_lossy_reference(o, data, bound, memcpy_gb_per_s, restored, reference, tolerance);
+}
+#endif
+
+#if ZCOLL_BENCH_HAS_SZ3
+template <class T>
+row measure_sz3(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
+                std::vector<T>& restored) {
+  const double eb = zcoll_bench::reference_error_bound(bound, std::span<const T>(data.values), o.fill_value);
+  zcoll_bench::sz3_reference<T> reference(data.shape, data.values.size(), eb);
+  return measure_lossy_reference(o, data, bound, memcpy_gb_per_s, restored, reference, eb);
+}
+#endif
+
+#if ZCOLL_BENCH_HAS_SZP
+template <class T>
+row measure_szp(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
+                std::vector<T>& restored) {
+  const double eb = zcoll_bench::reference_error_bound(bound, std::span<const T>(data.values), o.fill_value);
+  zcoll_bench::szp_reference<T> reference(eb);
+  return measure_lossy_reference(o, data, bound, memcpy_gb_per_s, restored, reference, eb);
 }
 #endif
 
@@ -582,6 +618,12 @@ std::vector<reference_entry<T>> reference_table() {
   }
 #if ZCOLL_BENCH_HAS_ZFP
   table.push_back({"zfp-accuracy", "zfp", true, measure_zfp<T>});
+#endif
+#if ZCOLL_BENCH_HAS_SZ3
+  table.push_back({"sz3", "sz3", true, measure_sz3<T>});
+#endif
+#if ZCOLL_BENCH_HAS_SZP
+  table.push_back({"szp", "szp", true, measure_szp<T>});
 #endif
   return table;
 }

@@ -11,10 +11,10 @@ cmake --build --preset release --target zcoll-bench
 bench=build/release/bench/zcoll-bench
 mkdir -p out
 "$bench" codec --input bench/data/navy_winds_uwnd_132x73x144.f32 --dims 132,73,144 --type f32 \
-  --codec fzlight,highratio-1d,highratio-2d,highratio-3d,fp16,int8,identity --rel 1e-2,1e-3,1e-4 --repeat 7 --csv out/demo-navy.csv --json out/demo-navy.json
+  --codec fzlight,highratio-1d,highratio-2d,highratio-3d,fp16,int8,identity --reference sz3,szp --rel 1e-2,1e-3,1e-4 --repeat 7 --csv out/demo-navy.csv --json out/demo-navy.json
 echo
 "$bench" codec --input bench/data/echam5_t_17x96x192.f32 --dims 17,96,192 --type f32 \
-  --codec fzlight,highratio-1d,highratio-2d,highratio-3d,fp16,int8,identity --rel 1e-2,1e-3,1e-4 --repeat 7 --csv out/demo-echam5.csv --json out/demo-echam5.json
+  --codec fzlight,highratio-1d,highratio-2d,highratio-3d,fp16,int8,identity --reference sz3,szp --rel 1e-2,1e-3,1e-4 --repeat 7 --csv out/demo-echam5.csv --json out/demo-echam5.json
 echo
 # The navy field rotated per rank is each rank's gradient; 1 Gbit/s and 20 us a message per sender.
 "$bench" coll --transport local:4 --link 1,20 --op allreduce --schedule ring --codec fzlight --rel 1e-4 \

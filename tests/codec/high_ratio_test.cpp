@@ -1,7 +1,9 @@
-// HighRatio<N> = Pipeline<Linear, Lorenzo<N>, Huffman>: the grid travels in the parameter section.
+// HighRatio<N> = Pipeline<Linear, Interpolation<N>, Huffman, Zstd> and LorenzoHuffman<N> = Pipeline<Linear,
+// Lorenzo<N>, Huffman>: the grid (and the interpolation predictor's walk) travel in the parameter section.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -51,6 +53,8 @@ TEMPLATE_TEST_CASE("HighRatio round trips keep the bound on every element", "[co
       check_round_trip(zcoll::HighRatio<1>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
       check_round_trip(zcoll::HighRatio<2>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
       check_round_trip(zcoll::HighRatio<3>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
+      check_round_trip(zcoll::LorenzoHuffman<2>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
+      check_round_trip(zcoll::LorenzoHuffman<3>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
     }
   }
 }
@@ -65,8 +69,10 @@ TEMPLATE_TEST_CASE("HighRatio: adversarial values, empty and short inputs, with 
     for (auto shape : {std::vector<std::size_t>{}, std::vector<std::size_t>{n}, std::vector<std::size_t>{1, 1, n}}) {
       zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .fill_value = static_cast<double>(fill),
                                  .shape = shape};
+      check_round_trip(zcoll::HighRatio<1>{config}, std::span<const T>(data), bits(fill));
       check_round_trip(zcoll::HighRatio<2>{config}, std::span<const T>(data), bits(fill));
       check_round_trip(zcoll::HighRatio<3>{config}, std::span<const T>(data), bits(fill));
+      check_round_trip(zcoll::LorenzoHuffman<2>{config}, std::span<const T>(data), bits(fill));
     }
     if (n == 4097) {  // 17 rows of 241
       zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .fill_value = static_cast<double>(fill),
@@ -83,10 +89,27 @@ TEST_CASE("HighRatio: on a smooth 2-D field, 2-D prediction beats 1-D", "[codec]
   const auto one = zcoll::HighRatio<1>{config}.compress(field).size();
   const auto two = zcoll::HighRatio<2>{config}.compress(field).size();
   CHECK(two * 5 < one * 4);  // at least 20 % smaller
+  const auto lorenzo_one = zcoll::LorenzoHuffman<1>{config}.compress(field).size();
+  const auto lorenzo_two = zcoll::LorenzoHuffman<2>{config}.compress(field).size();
+  CHECK(lorenzo_two * 5 < lorenzo_one * 4);
+}
+
+TEST_CASE("HighRatio: the zstd back end and the interpolation walk beat Lorenzo + Huffman at coarse bounds",
+          "[codec][high-ratio]") {
+  // Huffman spends at least a bit on each value; at relative 1e-2 on a smooth field most residuals are
+  // 0 and zstd packs their bits. The 2-D sine has 12-value features, which interpolation predicts.
+  const auto field = smooth_field<float>(1, 400, 400);
+  const auto config = grid_config(1e-2, {400, 400});
+  const auto high = zcoll::HighRatio<2>{config}.compress(field).size();
+  const auto lorenzo = zcoll::LorenzoHuffman<2>{config}.compress(field).size();
+  INFO("HighRatio-2d " << high << " bytes, Lorenzo-2d + Huffman " << lorenzo);
+  CHECK(high * 3 < lorenzo * 2);
+  CHECK(field.size() * sizeof(float) > 40 * high);  // below a bit a value
 }
 
 TEST_CASE("HighRatio: chunk length defaults and shape checks", "[codec][high-ratio]") {
-  CHECK(zcoll::HighRatio<1>{}.config().chunk_values == 4096);
+  CHECK(zcoll::HighRatio<1>{}.config().chunk_values == 65536);
+  CHECK(zcoll::LorenzoHuffman<1>{}.config().chunk_values == 4096);
   CHECK(zcoll::HighRatio<2>{}.config().chunk_values == 65536);
   CHECK(zcoll::HighRatio<3>{{.chunk_values = 1024}}.config().chunk_values == 1024);
   const std::vector<float> data(100, 1.0f);
@@ -95,7 +118,8 @@ TEST_CASE("HighRatio: chunk length defaults and shape checks", "[codec][high-rat
 }
 
 TEMPLATE_TEST_CASE("HighRatio: damaged streams are format errors, bytes do not depend on threads",
-                   "[codec][high-ratio]", zcoll::HighRatio<2>, zcoll::HighRatio<3>) {
+                   "[codec][high-ratio]", zcoll::HighRatio<2>, zcoll::HighRatio<3>, zcoll::LorenzoHuffman<2>,
+                   zcoll::LorenzoHuffman<3>) {
   using Codec = TestType;
   const Codec codec{grid_config(1e-3, {3, 20, 50}, 1024)};
   const auto data = smooth_field<float>(3, 20, 50);
@@ -110,4 +134,70 @@ TEMPLATE_TEST_CASE("HighRatio: damaged streams are format errors, bytes do not d
   auto other_row = stream;
   other_row[extents_at] = std::byte{7};
   CHECK_NOTHROW(codec.template decompress<float>(other_row));
+}
+
+TEST_CASE("HighRatio: every prediction method in the stream decodes; an unknown one is a format error",
+          "[codec][high-ratio]") {
+  const zcoll::HighRatio<2> codec{grid_config(1e-3, {20, 150}, 1024)};
+  const auto data = smooth_field<float>(1, 20, 150);
+  const auto stream = codec.compress(data);
+  const auto layout = zcoll::read_stream_layout(stream, true);
+  const auto method_at = static_cast<std::size_t>(layout.parameters.data() - stream.data()) + 16;
+  for (std::uint8_t method = 0; method < 4; ++method) {
+    auto other = stream;
+    other[method_at] = std::byte{method};
+    INFO("method " << int{method});
+    if (method <= 2) {
+      // Another walk than the encoder's: other values, never an out-of-bounds read (ASan) or a fault.
+      CHECK_NOTHROW(codec.decompress<float>(other));
+    } else {
+      CHECK_THROWS_WITH(codec.decompress<float>(other), Catch::Contains("prediction method 3"));
+    }
+  }
+}
+
+TEST_CASE("HighRatio: the compressor picks the walk that codes a field best", "[codec][high-ratio]") {
+  // Rows offset by noise, smooth along x: Lorenzo's p = left + up - up-left cancels the offsets exactly,
+  // interpolation along y cannot. Smooth in both: interpolation wins at a coarse bound. The stream
+  // records the choice (the method byte).
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0.0, 1.0);
+  std::vector<float> striped(128 * 512);
+  for (std::size_t y = 0; y < 128; ++y) {
+    const double row = 50.0 * noise(rng);
+    for (std::size_t x = 0; x < 512; ++x) striped[y * 512 + x] = static_cast<float>(row + std::sin(0.01 * x));
+  }
+  const auto method_of = [](const std::vector<std::byte>& stream) {
+    const auto layout = zcoll::read_stream_layout(stream, true);
+    return static_cast<zcoll::predict::prediction_method>(layout.parameters[16]);
+  };
+  const zcoll::HighRatio<2> codec{grid_config(1e-3, {128, 512})};
+  CHECK(method_of(codec.compress(striped)) == zcoll::predict::prediction_method::lorenzo);
+  const auto smooth = smooth_field<float>(1, 256, 256);
+  CHECK(method_of(zcoll::HighRatio<2>{grid_config(1e-2, {256, 256})}.compress(smooth)) !=
+        zcoll::predict::prediction_method::lorenzo);
+}
+
+TEST_CASE("HighRatio: the sample's cheapest candidate is chosen", "[codec][high-ratio]") {
+  // Candidate k predicts residuals spread over 4^k values: the cost grows with k, except that the
+  // candidate at place 2 is made the cheapest (all zeros).
+  const std::array<int, 4> candidates = {3, 1, 0, 2};
+  std::vector<std::pair<std::size_t, std::size_t>> asked;
+  const auto residuals_of = [&](int spread, std::size_t first, std::size_t length, std::int32_t* out) {
+    asked.emplace_back(first, length);
+    std::mt19937_64 rng(first);
+    for (std::size_t i = 0; i < length; ++i) out[i] = spread == 0 ? 0 : static_cast<std::int32_t>(rng() % (1u << (2 * spread)));
+  };
+  CHECK(zcoll::detail::choose_predictor_parameters(candidates, 10'000'000, residuals_of) == 0);
+  // The sample: 16 pieces of 16384 values spread over the input, the same for every candidate.
+  REQUIRE(asked.size() == 4 * 16);
+  CHECK(asked.front() == std::pair<std::size_t, std::size_t>{0, 16384});
+  CHECK(asked[15].first == 15 * 10'000'000 / 16);
+  // A short input is its own sample.
+  asked.clear();
+  CHECK(zcoll::detail::choose_predictor_parameters(candidates, 1000, residuals_of) == 0);
+  CHECK(asked.front() == std::pair<std::size_t, std::size_t>{0, 1000});
+  CHECK(zcoll::detail::residual_cost_bits(std::vector<std::int32_t>(100, 7)) == 0.0);
+  CHECK(zcoll::detail::residual_cost_bits(std::vector<std::int32_t>{0, 1, 0, 1}) == 4.0);
+  CHECK(zcoll::detail::residual_cost_bits(std::vector<std::int32_t>{1 << 20}) == 32.0);
 }

@@ -3,6 +3,7 @@
 // compile, which proves the failures come from the static_asserts and not from a broken test.
 #include "zcoll/zcoll.hpp"
 #include "zcoll/encode/bitshuffle.hpp"
+#include "zcoll/predict/interpolation.hpp"
 #include "zcoll/predict/lorenzo.hpp"
 #include "zcoll/quantize/linear.hpp"
 
@@ -37,6 +38,10 @@ using Tested = zcoll::Pipeline<zcoll::quantize::Linear, zcoll::predict::Lorenzo1
 using Tested = zcoll::Pipeline<zcoll::quantize::Linear, NotAPredictor, zcoll::encode::BitShuffle>;
 #elif ZCOLL_COMPILE_FAIL_CASE == 3
 using Tested = zcoll::Pipeline<NotAQuantizer, zcoll::predict::Lorenzo1D, zcoll::encode::BitShuffle>;
+#elif ZCOLL_COMPILE_FAIL_CASE == 4
+using Tested = zcoll::Pipeline<zcoll::quantize::Linear, zcoll::predict::Interpolation<2>, zcoll::encode::BitShuffle>;
+#elif ZCOLL_COMPILE_FAIL_CASE == 5
+using Tested = zcoll::Pipeline<zcoll::quantize::Linear, zcoll::predict::Lorenzo1D, zcoll::encode::BitShuffle, NotAnEncoder>;
 #else
 using Tested = zcoll::Pipeline<zcoll::quantize::Linear, zcoll::predict::Lorenzo1D, zcoll::encode::BitShuffle>;
 #endif

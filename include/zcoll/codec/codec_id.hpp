@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "zcoll/backend/none.hpp"
 #include "zcoll/core/stream_header.hpp"
 
 namespace zcoll {
@@ -20,11 +21,11 @@ consteval std::uint8_t stage_id_byte() {
   return static_cast<std::uint8_t>(Id);
 }
 
-/// The codec id of the pipeline of stages Q, P and E (no lossless back-end stage yet).
-template <class Q, class P, class E>
+/// The codec id of the pipeline of stages Q, P, E and the lossless back end B.
+template <class Q, class P, class E, class B = backend::None>
 consteval codec_id pipeline_codec_id() {
   return codec_id{pipeline_codec_kind, stage_id_byte<Q::id>(), stage_id_byte<P::id>(), stage_id_byte<E::id>(),
-                  backend_none};
+                  stage_id_byte<B::id>()};
 }
 
 /// The codec id of a codec with a layout of its own: kind `Kind`, below 0x80.

@@ -1,5 +1,6 @@
 #pragma once
-/// Pipeline<Quantizer, Predictor, Encoder>: the error-bounded codec, chunked for threads and pipelining.
+/// Pipeline<Quantizer, Predictor, Encoder, Backend>: the error-bounded codec, chunked for threads and
+/// pipelining.
 ///
 /// A stream is the header and chunk size index of core/stream_header.hpp, then the chunks. A chunk holds
 /// `chunk_values` values (the last one fewer) and is one of:
@@ -9,6 +10,10 @@
 /// | 0 = coded                | one encoded block per 32 values (the encoder's block format)          |
 /// | 1 = verbatim             | the values themselves, little-endian                                  |
 /// | 2 = coded, exceptions    | the encoded blocks, then the exception section below                  |
+/// | kind + 0x80 (0 or 2)     | a coded chunk's bytes after its kind, packed by the lossless back end |
+///
+/// (With a chunk encoder "the encoded blocks" are the encoder's chunk format.) A lossless back end
+/// (backend/, the stream header's byte 11) packs a coded chunk when that makes it smaller.
 ///
 /// The exception section (the lanes stored exactly: fill values and values the quantizer cannot code
 /// within the bound) is described, written and read in codec/detail/exception_section.hpp, the one
@@ -33,12 +38,15 @@
 #include <variant>
 #include <vector>
 
+#include "zcoll/backend/concepts.hpp"
+#include "zcoll/backend/none.hpp"
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
 #include "zcoll/codec/detail/chunk_residuals.hpp"
 #include "zcoll/codec/detail/pipeline_add.hpp"
 #include "zcoll/codec/detail/pipeline_chunk.hpp"
+#include "zcoll/codec/detail/predictor_choice.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/codec/span_codec.hpp"
 #include "zcoll/core/byte_io.hpp"
@@ -57,32 +65,43 @@
 namespace zcoll {
 
 
-/// The codec: Q quantizes values to integer codes, P turns codes into residuals, E packs residuals.
+/// The codec: Q quantizes values to integer codes, P turns codes into residuals, E packs residuals, and
+/// the lossless back end B (none by default) packs each coded chunk's bytes.
 ///
 ///     zcoll::FZLight codec{{.error_bound = zcoll::relative(1e-4)}};
 ///     std::vector<std::byte> stream(codec.max_compressed_size<float>(data.size()));
 ///     auto written = codec.compress(zcoll::exec::Host{.threads = 2}, data, stream);
 ///     codec.decompress(zcoll::exec::Host{}, written, restored);
-template <class Q, class P, class E>
-class Pipeline : public span_codec<Pipeline<Q, P, E>> {
+template <class Q, class P, class E, class B = backend::None>
+class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
   static_assert(quantize::quantizer<Q>,
                 "Pipeline: Q must model zcoll::quantize::quantizer (id, name, uses_error_bound and a "
                 "block_quantizer<T> with usable, guaranteed_bound, quantize and dequantize)");
-  static_assert(predict::predictor<P>,
-                "Pipeline: P must model zcoll::predict::predictor (id, name, state, forward and inverse)");
+  static_assert(predict::predictor<P> || predict::chunk_predictor<P>,
+                "Pipeline: P must model zcoll::predict::predictor (id, name, state, forward and inverse) or "
+                "zcoll::predict::chunk_predictor (forward_chunk, inverse_chunk and stream parameters)");
+  static_assert(!predict::chunk_predictor<P> || encode::chunk_encoder<E>,
+                "Pipeline: a whole-chunk predictor (predict::Interpolation) needs a chunk encoder such as "
+                "encode::Huffman: a block encoder codes each block before the chunk's residuals exist");
   static_assert(encode::encoder<E> || encode::chunk_encoder<E>,
                 "Pipeline: E must model zcoll::encode::encoder (id, name, max_block_bytes, encode_block and "
                 "decode_block) or zcoll::encode::chunk_encoder (statistics, model, encode_chunk, decode_chunk)");
+  static_assert(backend::lossless_backend<B>,
+                "Pipeline: B must model zcoll::backend::lossless_backend (backend::None or backend::Zstd)");
 
  public:
   using quantizer_type = Q;
   using predictor_type = P;
   using encoder_type = E;
+  using backend_type = B;
+  /// Whether a lossless back end packs the chunks.
+  static constexpr bool packs_chunks = B::id != backend_none;
 
   /// Chunk encoders code a whole chunk with a model the stream carries in its parameter section.
   static constexpr bool codes_chunks = encode::chunk_encoder<E>;
-  /// 2-D and 3-D predictors carry the grid's extents there too, before the model.
-  static constexpr bool predictor_has_parameters = predict::parameterized_predictor<P>;
+  /// 2-D and 3-D predictors and chunk predictors carry their parameters there too, before the model.
+  static constexpr bool predictor_has_parameters =
+      predict::parameterized_predictor<P> || predict::chunk_predictor<P>;
   static constexpr bool has_parameter_section = codes_chunks || predictor_has_parameters;
   static constexpr std::size_t max_parameter_section_bytes = [] {
     std::size_t bytes = has_parameter_section ? 4 : 0;
@@ -91,17 +110,21 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     return bytes;
   }();
 
-  static constexpr codec_id id = pipeline_codec_id<Q, P, E>();
+  static constexpr codec_id id = pipeline_codec_id<Q, P, E, B>();
   /// Whether config().error_bound matters (false for the lossless Exact quantizer).
   static constexpr bool uses_error_bound = Q::uses_error_bound;
 
-  /// "linear+lorenzo1d+bitshuffle".
+  /// "linear+lorenzo1d+bitshuffle", "linear+interpolation2d+huffman+zstd".
   static std::string name() {
     std::string n(Q::name);  // appended in steps: GCC 12 warns falsely (-Warray-bounds) on a chain of +
     n += '+';
     n += P::name;
     n += '+';
     n += E::name;
+    if constexpr (packs_chunks) {
+      n += '+';
+      n += B::name;
+    }
     return n;
   }
 
@@ -156,10 +179,10 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   std::vector<T> decompress(std::span<const std::byte> in) const {
     const stream_layout layout = read_stream_layout(in, has_parameter_section);
     check_header<T>(layout.header);
-    // Validate before allocating: a header may claim any count, but with a block encoder every chunk
-    // spends at least one byte per block of 32 values (a chunk encoder's chunks at least their kind byte,
-    // which read_stream_layout checked).
-    if (!codes_chunks && layout.header.count / block_values > in.size()) {
+    // Validate before allocating: a header may claim any count, but with a block encoder and no back end
+    // every chunk spends at least one byte per block of 32 values (a chunk encoder's chunks at least their
+    // kind byte, which read_stream_layout checked).
+    if (!codes_chunks && !packs_chunks && layout.header.count / block_values > in.size()) {
       throw format_error("value count " + std::to_string(layout.header.count) + " is more than a stream of " +
                          std::to_string(in.size()) + " bytes can hold");
     }
@@ -218,6 +241,24 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     }
   }
 
+  /// A chunk predictor's parameters chosen on a sample of `in` (codec/detail/predictor_choice.hpp); the
+  /// others' as made.
+  template <floating_value T, class BlockQuantizer>
+  static predictor_parameters choose_predictor_parameters(const predictor_parameters& made, const BlockQuantizer& quantizer,
+                                                          const std::optional<bits_of<T>>& fill, std::span<const T> in) {
+    if constexpr (predict::chunk_predictor<P>) {
+      if (!chunk::codes_usable(quantizer)) return made;
+      const auto residuals_of = [&](const predictor_parameters& candidate, std::size_t first, std::size_t length,
+                                    std::int32_t* out) {
+        typename chunk::coder_state state(typename P::state(candidate, first, length));
+        chunk::residuals_of_chunk(quantizer, fill, in.subspan(first, length), state, out);
+      };
+      return detail::choose_predictor_parameters(P::candidates(made), in.size(), residuals_of);
+    } else {
+      return made;
+    }
+  }
+
   static std::size_t checked_count(const stream_header& header) {
     if (header.count > std::numeric_limits<std::size_t>::max() / 8) {
       throw format_error("value count " + std::to_string(header.count) + " is too large");
@@ -241,7 +282,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
                            std::to_string(count) + ") = " + std::to_string(needed) + " are needed");
     }
     const auto fill = fill_bits<T>();
-    const predictor_parameters grid = make_predictor_parameters(count);
+    predictor_parameters grid = make_predictor_parameters(count);
 
     double eb = 0.0;
     if constexpr (Q::uses_error_bound) {
@@ -249,6 +290,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
       eb = absolute_bound(config_.error_bound, relative ? find_value_extent(exec, in, fill).range() : 0.0);
     }
     const typename Q::template block_quantizer<T> quantizer(eb);
+    grid = choose_predictor_parameters(grid, quantizer, fill, in);
 
     stream_header header;
     header.codec = id;
@@ -284,13 +326,14 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
       // The statistics pass keeps every chunk's residuals and exceptions, so the coding pass does not
       // quantize and predict again (a quarter of the compression time with 2-D Lorenzo).
       detail::chunk_residuals cache(out, prefix_bytes + max_parameter_section_bytes, chunk_capacity, chunk_values, chunks,
-                                    exec::worker_count(exec, chunks), E::needs_statistics && quantizer.usable());
+                                    exec::worker_count(exec, chunks), E::needs_statistics && chunk::codes_usable(quantizer));
       regions = cache.first_slot_offset();
       region_stride = cache.slot_stride();
       const auto model = build_model<T>(exec, quantizer, fill, chunks, chunk_of, state_of, cache);
       prefix_bytes += write_parameter_section(grid, model, out.subspan(prefix_bytes));
       exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
         std::vector<std::int32_t> scratch(chunk_values);
+        typename B::context backend;
         std::byte* cursor = region_of(begin);
         for (std::size_t c = begin; c < end; ++c) {
           std::size_t size = 0;
@@ -307,6 +350,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
             auto state = state_of(c);
             size = chunk::compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, scratch.data());
           }
+          size = pack_chunk(backend, cursor, size);
           const auto size32 = static_cast<std::uint32_t>(size);
           std::memcpy(index + 4 * c, &size32, 4);
           cursor += size;
@@ -318,16 +362,28 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
         regions = prefix_bytes;
       }
       exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
+        typename B::context backend;
         std::byte* cursor = region_of(begin);
         for (std::size_t c = begin; c < end; ++c) {
           auto state = state_of(c);
-          const auto size = static_cast<std::uint32_t>(chunk::compress_chunk(quantizer, fill, chunk_of(c), cursor, state));
+          const auto size = static_cast<std::uint32_t>(
+              pack_chunk(backend, cursor, chunk::compress_chunk(quantizer, fill, chunk_of(c), cursor, state)));
           std::memcpy(index + 4 * c, &size, 4);
           cursor += size;
         }
       });
     }
     return out.first(gather_regions(exec, out, chunks, prefix_bytes, region_of));
+  }
+
+  /// Packs the chunk of `size` bytes at `chunk` with the back end when it is coded; returns its size.
+  static std::size_t pack_chunk(typename B::context& backend, std::byte* chunk, std::size_t size) {
+    if constexpr (packs_chunks) {
+      if (static_cast<detail::chunk_kind>(chunk[0]) != detail::chunk_kind::verbatim) {
+        return backend.pack(std::span<std::byte>(chunk, size));
+      }
+    }
+    return size;
   }
 
   /// Moves the workers' regions of chunks (exec::for_each_range's split of `chunks`; the region of the
@@ -361,6 +417,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
   template <floating_value T>
   std::span<std::byte> add_streams(const exec::Host& exec, std::span<const std::byte> a, std::span<const std::byte> b,
                                    std::span<std::byte> out) const {
+    static_assert(!packs_chunks, "add_streams: streams packed by a lossless back end do not add");
     const stream_layout la = read_stream_layout(a, has_parameter_section);
     const stream_layout lb = read_stream_layout(b, has_parameter_section);
     require_addable(la, lb);
@@ -464,7 +521,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
                    std::size_t chunks, const ChunkOf& chunk_of, const StateOf& state_of,
                    detail::chunk_residuals& cache) const {
     typename E::statistics statistics;
-    if (E::needs_statistics && quantizer.usable() && chunks > 0) {
+    if (E::needs_statistics && chunk::codes_usable(quantizer) && chunks > 0) {
       std::vector<typename E::statistics> partial(exec::worker_count(exec, chunks));
       exec::for_each_range(exec, chunks, [&](std::size_t worker, std::size_t begin, std::size_t end) {
         std::vector<std::int32_t> scratch(config_.chunk_values);
@@ -522,13 +579,15 @@ class Pipeline : public span_codec<Pipeline<Q, P, E>> {
     const auto& model = parameters.second;
     exec::for_each_range(exec, header.chunk_count, [&](std::size_t, std::size_t begin, std::size_t end) {
       std::vector<std::uint32_t> residuals(codes_chunks ? header.chunk_values : 0);
+      typename B::context backend;
       std::size_t offset = layout.chunk_offset(static_cast<std::uint32_t>(begin));
       for (std::size_t c = begin; c < end; ++c) {
         const std::size_t size = layout.chunk_size_bytes(static_cast<std::uint32_t>(c));
         const std::size_t first = c * header.chunk_values;
         const auto values = out.subspan(first, std::min<std::size_t>(header.chunk_values, out.size() - first));
+        const auto bytes = backend.unpack(in.subspan(offset, size), 1 + std::size_t{header.chunk_values} * sizeof(T));
         chunk::decompress_chunk(quantizer, fill, model, predictor_state(grid, first, header.chunk_values), residuals.data(),
-                         in.subspan(offset, size), values, c);
+                                bytes, values, c);
         offset += size;
       }
     });

@@ -1,12 +1,14 @@
 #pragma once
 /// The codec combinations the papers use, by name.
 
+#include "zcoll/backend/zstd.hpp"
 #include "zcoll/codec/pipeline.hpp"
 #include "zcoll/codec/hybrid.hpp"
 #include "zcoll/encode/bitshuffle.hpp"
 #include "zcoll/encode/huffman.hpp"
 #include "zcoll/encode/raw.hpp"
 #include "zcoll/encode/vector_lz.hpp"
+#include "zcoll/predict/interpolation.hpp"
 #include "zcoll/predict/lorenzo.hpp"
 #include "zcoll/predict/none.hpp"
 #include "zcoll/quantize/exact.hpp"
@@ -29,12 +31,18 @@ using EmbeddingHuffman = Pipeline<quantize::Linear, predict::None, encode::Huffm
 /// The DLRM paper's hybrid: per table, Huffman or vector-LZ, whichever the speed-up model prefers.
 using EmbeddingHybrid = Hybrid<EmbeddingHuffman, EmbeddingLZ>;
 
-/// The high-ratio preset for scientific fields: SZ3's recipe (Lorenzo prediction, Huffman) on the codes,
-/// so the bound holds exactly and chunks code and decode in parallel. N = 1, 2 or 3: the predictor's
-/// dimensions, over the last N extents of codec_config::shape (2-D and 3-D default to chunks of 65536
-/// values). Compare the three on your data: on the shared fields 2-D is usually best (docs/performance.md).
+/// The high-ratio preset for scientific fields, SZ3's recipe on integer codes: multilevel interpolation
+/// or Lorenzo prediction, whichever predicts a sample of the data better (predict/interpolation.hpp),
+/// Huffman over the residuals and zstd over each chunk's bytes. The bound holds exactly and chunks code
+/// and decode in parallel. N = 1, 2 or 3: the predictor's axes, the last N extents of
+/// codec_config::shape (chunks default to 65536 values). Compare them on your data: on the shared fields
+/// 2-D is best on most, 3-D on the smooth volumes (docs/performance.md, "HighRatio against SZ3").
 template <unsigned N>
-using HighRatio = Pipeline<quantize::Linear, predict::Lorenzo<N>, encode::Huffman>;
+using HighRatio = Pipeline<quantize::Linear, predict::Interpolation<N>, encode::Huffman, backend::Zstd>;
+
+/// The previous HighRatio, kept for comparison: N-D Lorenzo on the codes and Huffman, no back end.
+template <unsigned N>
+using LorenzoHuffman = Pipeline<quantize::Linear, predict::Lorenzo<N>, encode::Huffman>;
 
 /// No compression: every chunk stored verbatim in the zcoll stream format. The uncompressed baseline of
 /// every comparison, and what Compressed<Schedule, Identity> moves.

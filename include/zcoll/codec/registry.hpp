@@ -101,6 +101,8 @@ using codec_registry = codec_list<
     registered_codec<HighRatio<1>, "highratio-1d">,
     registered_codec<HighRatio<2>, "highratio-2d">,
     registered_codec<HighRatio<3>, "highratio-3d">,
+    registered_codec<LorenzoHuffman<2>, "lorenzo2d-huffman">,
+    registered_codec<LorenzoHuffman<3>, "lorenzo3d-huffman">,
     registered_codec<TopK, "topk">,
     registered_codec<FP16, "fp16">,
     registered_codec<BF16, "bf16">,

@@ -14,7 +14,7 @@
 /// |      8 |     1 | quantizer id (pipelines; 0 otherwise)                                          |
 /// |      9 |     1 | predictor id (pipelines; 0 otherwise)                                          |
 /// |     10 |     1 | encoder id (pipelines; 0 otherwise)                                            |
-/// |     11 |     1 | lossless back-end id: 0 = none, the only one this version defines              |
+/// |     11 |     1 | lossless back-end id: 0 = none, 1 = zstd (backend/zstd.hpp)                     |
 /// |     12 |     4 | reserved, zero                                                                 |
 /// |     16 |     8 | value count (u64)                                                              |
 /// |     24 |     8 | absolute error bound actually guaranteed (f64; 0 = lossless, +inf = none)      |
@@ -69,6 +69,7 @@ inline constexpr std::uint32_t max_chunk_values = 65536;
 inline constexpr std::uint8_t pipeline_codec_kind = 0x80;
 /// The lossless back-end ids of byte 11 this version knows.
 inline constexpr std::uint8_t backend_none = 0;
+inline constexpr std::uint8_t backend_zstd = 1;
 
 /// Which codec wrote a stream: header bytes 5 and 8-11.
 struct codec_id {
@@ -150,7 +151,7 @@ enum class header_fault : std::uint8_t {
   bad_value_type,    // neither f32 nor f64
   reserved_flags,    // flag bits 1-7 set
   stage_ids_set,     // stage bytes on a codec of its own layout
-  unknown_backend,   // a lossless back-end id other than none
+  unknown_backend,   // a lossless back-end id other than none and zstd
   reserved_bytes,    // bytes 12-15 not zero
   bad_error_bound,   // negative or NaN
   wide_fill,         // an f32 fill value with bits above bit 31
@@ -185,10 +186,10 @@ ZCOLL_HOST_DEVICE inline header_fault parse_stream_header(const std::byte* bytes
   const auto flags = std::to_integer<std::uint8_t>(bytes[7]);
   if (flags > 1) return header_fault::reserved_flags;
   h.has_fill_value = flags == 1;
-  if (!h.codec.is_pipeline() && (h.codec.quantizer | h.codec.predictor | h.codec.encoder) != 0) {
+  if (!h.codec.is_pipeline() && (h.codec.quantizer | h.codec.predictor | h.codec.encoder | h.codec.backend) != 0) {
     return header_fault::stage_ids_set;
   }
-  if (h.codec.backend != backend_none) return header_fault::unknown_backend;
+  if (h.codec.backend > backend_zstd) return header_fault::unknown_backend;
   std::uint32_t reserved = 0;
   get(12, reserved);
   if (reserved != 0) return header_fault::reserved_bytes;
@@ -223,7 +224,7 @@ inline std::string to_string(header_fault fault) {
     case header_fault::bad_value_type: return "value type tag is neither 1 (f32) nor 2 (f64)";
     case header_fault::reserved_flags: return "header flags have reserved bits set";
     case header_fault::stage_ids_set: return "codec kind is not a pipeline but its stage ids are set";
-    case header_fault::unknown_backend: return "lossless back-end id is not known (0 = none is the only one)";
+    case header_fault::unknown_backend: return "lossless back-end id is not known (0 = none and 1 = zstd are)";
     case header_fault::reserved_bytes: return "reserved header bytes 12-15 are not zero";
     case header_fault::bad_error_bound: return "error bound is not >= 0";
     case header_fault::wide_fill: return "f32 fill value has bits set above bit 31";
@@ -251,7 +252,7 @@ inline std::string describe(header_fault fault, const stream_header& h, std::spa
     case header_fault::stage_ids_set:
       return "codec kind " + std::to_string(h.codec.kind) + " is not a pipeline but its stage ids are set";
     case header_fault::unknown_backend:
-      return "lossless back-end id " + std::to_string(h.codec.backend) + " is not known (0 = none is the only one)";
+      return "lossless back-end id " + std::to_string(h.codec.backend) + " is not known (0 = none and 1 = zstd are)";
     case header_fault::bad_error_bound: return "error bound " + std::to_string(h.error_bound) + " is not >= 0";
     case header_fault::chunk_count_unchunked:
       return "unchunked stream (chunk length 0) with a chunk count of " + std::to_string(h.chunk_count);

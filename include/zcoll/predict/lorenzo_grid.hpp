@@ -28,14 +28,9 @@
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/stream_header.hpp"
+#include "zcoll/predict/grid_extents.hpp"
 
 namespace zcoll::predict {
-
-/// The fastest two extents of a grid: x (within a row) and y (rows within a plane; 3-D only).
-struct grid_extents {
-  std::uint64_t nx = 1;
-  std::uint64_t ny = 1;
-};
 
 template <unsigned N>
 struct LorenzoGrid {
@@ -51,40 +46,13 @@ struct LorenzoGrid {
   /// The grid of `count` values that `shape` (slowest first) describes; argument_error when the shape
   /// does not hold exactly `count` values.
   static parameters make_parameters(std::span<const std::size_t> shape, std::size_t count) {
-    if (shape.empty()) return {.nx = std::max<std::uint64_t>(count, 1), .ny = 1};
-    std::uint64_t product = 1;
-    bool overflow = false;
-    for (const auto extent : shape) {
-      overflow = overflow || (extent != 0 && product > std::numeric_limits<std::uint64_t>::max() / extent);
-      product *= extent;
-    }
-    if (overflow || product != count) {
-      throw argument_error("codec_config: shape " + shape_text(shape) + " does not hold the input's " +
-                           std::to_string(count) + " values");
-    }
-    if (count == 0) return {};  // an empty grid: any extents serve
-    const auto extent = [&](std::size_t from_last) -> std::uint64_t {
-      return from_last < shape.size() ? shape[shape.size() - 1 - from_last] : 1;
-    };
-    return {.nx = extent(0), .ny = N == 3 ? extent(1) : 1};
+    return grid_of_shape(shape, count, N);
   }
 
-  static void write_parameters(const parameters& p, byte_writer& out) {
-    out.write(p.nx);
-    if constexpr (N == 3) out.write(p.ny);
-  }
+  static void write_parameters(const parameters& p, byte_writer& out) { write_grid(p, out, N); }
 
   /// format_error on a zero extent, or a plane of more than 2^62 values.
-  static parameters read_parameters(byte_reader& in) {
-    parameters p;
-    p.nx = in.read<std::uint64_t>(N == 2 ? "lorenzo2d row length" : "lorenzo3d row length");
-    if constexpr (N == 3) p.ny = in.read<std::uint64_t>("lorenzo3d rows per plane");
-    if (p.nx == 0 || p.ny == 0 || p.nx > (std::uint64_t{1} << 62) / p.ny) {
-      throw format_error(std::string(name) + ": grid extents nx " + std::to_string(p.nx) + ", ny " +
-                         std::to_string(p.ny) + " are zero or too large");
-    }
-    return p;
-  }
+  static parameters read_parameters(byte_reader& in) { return read_grid(in, N, name); }
 
   /// The chunk's codes so far, after `pad` zeros that stand for every neighbour before the chunk, and
   /// the grid position of the next value.
@@ -210,13 +178,6 @@ struct LorenzoGrid {
   }
 
   ZCOLL_ALWAYS_INLINE static void inverse(state& s, std::uint32_t* values) { s.inverse(values); }
-
- private:
-  static std::string shape_text(std::span<const std::size_t> shape) {
-    std::string text = "{";
-    for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-    return text + "}";
-  }
 };
 
 }  // namespace zcoll::predict

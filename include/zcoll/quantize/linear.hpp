@@ -55,6 +55,9 @@ struct Linear {
     /// The bound the stream states: what every finite, stored-as-code value is within.
     ZCOLL_HOST_DEVICE double guaranteed_bound() const { return error_bound_; }
 
+    /// The bin width 2eb in T: dequantize(q) = q * step().
+    ZCOLL_HOST_DEVICE T step() const { return step_; }
+
     /// Codes for 32 values; returns the lanes whose code would break the bound (their code is 0 when
     /// out of range; the check of |x - x'| then fails too, as |x| > 2^24 * 2eb).
     ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE block_mask quantize(const T* ZCOLL_RESTRICT x, std::int32_t* ZCOLL_RESTRICT codes) const {
@@ -86,8 +89,9 @@ struct Linear {
       }
     }
 
-   private:
-    /// Lanes with |x - x'| <= check_bound_ (never for NaN or ±Inf).
+    /// Lanes whose reconstruction x' (a value this quantizer's dequantize, or one of a finer quantizer's,
+    /// wrote and the caller passed through memory) is within the bound: |x - x'| <= eb in exact arithmetic
+    /// (never for NaN or ±Inf). The interpolation predictor checks its reconstructions with it.
     ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE block_mask lanes_within(const T* ZCOLL_RESTRICT x, const T* ZCOLL_RESTRICT reconstructed) const {
 #if ZCOLL_HAS_AVX2
       if constexpr (std::is_same_v<T, float>) {
@@ -120,6 +124,7 @@ struct Linear {
 #endif
     }
 
+   private:
     /// The largest threshold c in T such that a computed |x - x'| <= c proves the exact |x - x'| <= eb:
     /// the subtraction rounds by at most a factor (1 ± 2^-p), so c = eb (1 - 2^-(p-1)), rounded down.
     ZCOLL_HOST_DEVICE static T lowered_check_bound(double eb) {

@@ -11,15 +11,18 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "zcoll/codec/detail/exception_section.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
+#include "zcoll/core/barrier.hpp"
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/value_type.hpp"
 #include "zcoll/encode/concepts.hpp"
+#include "zcoll/predict/concepts.hpp"
 
 namespace zcoll::detail {
 
@@ -28,6 +31,8 @@ template <class P, class E>
 struct pipeline_chunk {
   /// Chunk encoders code a whole chunk with the stream's model; block encoders block by block.
   static constexpr bool codes_chunks = encode::chunk_encoder<E>;
+  /// Chunk predictors predict a whole chunk's codes after the last block is quantized.
+  static constexpr bool predicts_chunks = predict::chunk_predictor<P>;
 
   /// The per-chunk state of quantizing and predicting block after block, and the exceptions found.
   struct coder_state {
@@ -54,8 +59,28 @@ struct pipeline_chunk {
       state.exceptions[state.exception_count++] = {static_cast<std::uint16_t>(b), e.fill, e.outliers};
     }
     state.previous_code = codes[block_values - 1];
-    P::forward(state.predictor, codes, residuals);
+    if constexpr (predicts_chunks) {
+      std::copy_n(codes, block_values, residuals);
+    } else {
+      P::forward(state.predictor, codes, residuals);
+    }
     for (std::size_t j = lanes; j < block_values; ++j) residuals[j] = 0;
+  }
+
+  /// The quantizer of the codes: the stream's own, or for a chunk predictor one at its bound / code_scale.
+  template <class BlockQuantizer>
+  static BlockQuantizer code_quantizer(const BlockQuantizer& quantizer) {
+    if constexpr (predicts_chunks) {
+      return BlockQuantizer(quantizer.guaranteed_bound() / P::code_scale);
+    } else {
+      return quantizer;
+    }
+  }
+
+  /// Whether chunks may be coded: the stream's quantizer and the quantizer of its codes have a step.
+  template <class BlockQuantizer>
+  static bool codes_usable(const BlockQuantizer& quantizer) {
+    return quantizer.usable() && (!predicts_chunks || code_quantizer(quantizer).usable());
   }
 
   /// The residuals of a whole chunk into `residuals` (room for the chunk rounded up to 32 values).
@@ -63,9 +88,59 @@ struct pipeline_chunk {
   static void residuals_of_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
                                  std::span<const T> values, coder_state& state, std::int32_t* residuals) {
     const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    const BlockQuantizer codes = code_quantizer(quantizer);
     for (std::size_t b = 0; b < blocks; ++b) {
-      residuals_of_block(quantizer, fill, values, b, state, residuals + b * block_values);
+      residuals_of_block(codes, fill, values, b, state, residuals + b * block_values);
     }
+    if constexpr (predicts_chunks) {
+      // The prediction's targets: each value in code steps, or for a lane stored exactly its code (which
+      // repeats the code before it).
+      std::vector<block_mask> exact(blocks, 0);
+      for (std::size_t e = 0; e < state.exception_count; ++e) {
+        exact[state.exceptions[e].block] = state.exceptions[e].fill | state.exceptions[e].outliers;
+      }
+      const double steps_per_unit = 1.0 / static_cast<double>(codes.step());
+      const auto target = [&](std::size_t i) {
+        if ((exact[i / block_values] >> (i % block_values)) & 1u) return static_cast<double>(residuals[i]);
+        return static_cast<double>(values[i]) * steps_per_unit;
+      };
+      std::vector<std::uint32_t> reconstructed(values.size());
+      P::forward_chunk(state.predictor, std::span<std::int32_t>(residuals, values.size()), std::span(reconstructed),
+                       target);
+      store_lanes_beyond_bound(quantizer, codes, values, reconstructed.data(), state);
+    }
+  }
+
+  /// A chunk predictor's reconstructions, dequantized as the decoder will, checked against the stream's
+  /// bound: each lane that misses it (rounding at the limits of T's precision) becomes an outlier, stored
+  /// exactly; its residual stays, so the decoder predicts its neighbours from the same reconstruction.
+  template <floating_value T, class BlockQuantizer>
+  static void store_lanes_beyond_bound(const BlockQuantizer& quantizer, const BlockQuantizer& codes,
+                                       std::span<const T> values, const std::uint32_t* reconstructed,
+                                       coder_state& state) {
+    const std::size_t blocks = (values.size() + block_values - 1) / block_values;
+    std::vector<block_exceptions> merged;  // the exceptions found so far and the new outliers, in block order
+    std::size_t next = 0;
+    bool missed_any = false;
+    for (std::size_t b = 0; b < blocks; ++b) {
+      const std::size_t first = b * block_values;
+      const std::size_t lanes = std::min(block_values, values.size() - first);
+      alignas(64) T x[block_values] = {};
+      alignas(64) T x_prime[block_values] = {};
+      std::copy_n(values.data() + first, lanes, x);
+      codes.dequantize(reconstructed + first, x_prime, lanes);
+      zcoll::detail::materialize(x_prime);
+      block_exceptions e{static_cast<std::uint16_t>(b), 0, 0};
+      if (next < state.exception_count && state.exceptions[next].block == b) e = state.exceptions[next++];
+      const block_mask valid = lanes == block_values ? ~block_mask{0} : (block_mask{1} << lanes) - 1;
+      const block_mask missed = ~quantizer.lanes_within(x, x_prime) & valid & ~(e.fill | e.outliers);
+      missed_any = missed_any || missed != 0;
+      e.outliers |= missed;
+      if ((e.fill | e.outliers) != 0) merged.push_back(e);
+    }
+    if (!missed_any) return;
+    std::copy(merged.begin(), merged.end(), state.exceptions);
+    state.exception_count = merged.size();
   }
 
   /// Writes one chunk at `out` (room for 1 + values.size() * sizeof(T) bytes) with a block encoder;
@@ -73,6 +148,7 @@ struct pipeline_chunk {
   template <floating_value T, class BlockQuantizer>
   static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
                                     std::span<const T> values, std::byte* out, coder_state& state) {
+    static_assert(!predicts_chunks, "a chunk predictor codes with a chunk encoder");
     if (!quantizer.usable()) return write_verbatim(values, out);
 
     // The coded form is kept only when it is smaller than the verbatim one.
@@ -100,7 +176,7 @@ struct pipeline_chunk {
   static std::size_t compress_chunk(const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
                                     std::span<const T> values, std::byte* out, coder_state& state,
                                     const Model& model, std::int32_t* residuals) {
-    if (!quantizer.usable()) return write_verbatim(values, out);
+    if (!codes_usable(quantizer)) return write_verbatim(values, out);
     residuals_of_chunk(quantizer, fill, values, state, residuals);
     return code_chunk(values, out, model, residuals, std::span(state.exceptions, state.exception_count));
   }
@@ -158,9 +234,10 @@ struct pipeline_chunk {
     if (kind != chunk_kind::coded && kind != chunk_kind::coded_with_exceptions) {
       throw format_error(where() + "unknown chunk kind " + std::to_string(static_cast<unsigned>(kind)));
     }
-    if (!quantizer.usable()) {
+    if (!codes_usable(quantizer)) {
       throw format_error(where() + "coded chunk in a stream whose error bound admits no quantizer step");
     }
+    const BlockQuantizer codes_quantizer = code_quantizer(quantizer);
     alignas(64) std::uint32_t block_codes[block_values];
     alignas(64) T tail[block_values];
     std::size_t offset = 1;
@@ -168,6 +245,7 @@ struct pipeline_chunk {
     if constexpr (codes_chunks) {
       offset += E::decode_chunk(model, chunk.subspan(1), std::span<std::uint32_t>(residuals, values.size()));
       std::fill(residuals + values.size(), residuals + blocks * block_values, 0u);
+      if constexpr (predicts_chunks) P::inverse_chunk(state, std::span<std::uint32_t>(residuals, values.size()));
     }
     for (std::size_t b = 0; b < blocks; ++b) {
       std::uint32_t* codes = block_codes;
@@ -176,13 +254,13 @@ struct pipeline_chunk {
       } else {
         offset += E::decode_block(chunk.subspan(offset), codes);
       }
-      P::inverse(state, codes);
+      if constexpr (!predicts_chunks) P::inverse(state, codes);
       const std::size_t first = b * block_values;
       const std::size_t lanes = std::min(block_values, values.size() - first);
       if (lanes == block_values) {
-        quantizer.dequantize(codes, values.data() + first, block_values);
+        codes_quantizer.dequantize(codes, values.data() + first, block_values);
       } else {
-        quantizer.dequantize(codes, tail, lanes);
+        codes_quantizer.dequantize(codes, tail, lanes);
         std::copy_n(tail, lanes, values.data() + first);
       }
     }

@@ -1,0 +1,351 @@
+#pragma once
+/// Multilevel interpolation prediction (SZ3's interpolation predictor) on integer codes, a whole-chunk
+/// predictor. A chunk is read as the box of grid rows (2-D) or planes (3-D) it touches; level by level,
+/// from the coarsest stride down to 1, and at each level axis by axis, every point whose coordinate along
+/// that axis is an odd multiple of the stride s is predicted from the points at -3s, -s, +s and +3s
+/// along it, which earlier steps have already reconstructed:
+///
+///     four neighbours  p = (-q[-3s] + 9 q[-s] + 9 q[+s] - q[+3s]) / 16     (cubic)
+///     three            p = (-q[-3s] + 6 q[-s] + 3 q[+s]) / 8  or  (3 q[-s] + 6 q[+s] - q[+3s]) / 8
+///     -s and +s        p = (q[-s] + q[+s]) / 2                               (linear)
+///     one of them      p = that neighbour;  none: p = 0
+///
+/// each rounded down after adding half the divisor. A level takes the cubic forms only when its bit of
+/// `cubic_levels` is set. A neighbour outside the grid or outside the chunk does not exist (chunks stay
+/// independent), so a chunk that starts or ends inside a row or a plane predicts its partial rows from
+/// what it holds.
+///
+/// Codes are fine: the quantizer runs at eb / code_scale (16), so a code is a multiple of eb / 8, and
+/// predictions are made to that resolution. A point's residual is its distance from the prediction in
+/// bins of 16 codes (2 eb), rounded from the value itself, r = round((x / step - p) / 16), and its
+/// reconstruction is p + 16 r; later points are predicted from reconstructions, as SZ3 predicts from
+/// decompressed values. Predicting the codes of x ("dual quantization") would be simpler, but each
+/// prediction then carries the rounding of its neighbours' codes: on the ECHAM5 temperature at relative
+/// 1e-2 the residuals needed 1.03 bits a value that way and 0.51 this way (whole 2-D slices, Shannon
+/// entropy). The price: codes 16 times finer leave 16 times less room below the quantizer's largest
+/// code, so values beyond 2^20 bins (f32) are stored exactly.
+/// The bound never depends on the prediction: the pipeline dequantizes every reconstruction as the
+/// decoder will and checks it against the stream's bound; a lane that misses it is stored exactly.
+/// All prediction arithmetic is on 64-bit integers of the 32-bit codes and reconstructions wrap modulo
+/// 2^32, so decoding is the same on every compiler and device, and a corrupted stream decodes to
+/// garbage values, never to undefined behaviour.
+///
+/// Stream parameters (the pipeline's parameter section): nx and ny (u64 each; as LorenzoGrid's, 1 for
+/// the axes the predictor does not use), the method (u8: prediction_method) and `cubic_levels` (u32,
+/// bit l for the level of stride 2^l). The compressor picks the method and the cubic levels by trying
+/// candidates() on a sample of the data (codec/detail/predictor_choice.hpp).
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/config.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/predict/grid_extents.hpp"
+
+namespace zcoll::predict {
+
+/// How a chunk is walked: multilevel interpolation with the slowest or the fastest axis first at each
+/// level, or Lorenzo prediction value after value (SZ3 too falls back to Lorenzo where it predicts
+/// better: the finer bounds on rough fields).
+enum class prediction_method : std::uint8_t { interpolation_slowest_first = 0, interpolation_fastest_first = 1, lorenzo = 2 };
+
+/// The interpolation predictor's stream parameters.
+struct interpolation_parameters {
+  grid_extents grid;
+  prediction_method method = prediction_method::interpolation_slowest_first;
+  /// Bit l set: the interpolation level of stride 2^l uses the cubic forms.
+  std::uint32_t cubic_levels = ~std::uint32_t{0};
+};
+
+namespace detail {
+
+/// The box a chunk is read as: up to three axes (slowest first; leading axes of extent 1 when fewer),
+/// their strides in the grid, and which of the box's points the chunk holds: those of flat index
+/// `offset` to `offset + count - 1`, at chunk index (flat index - offset).
+struct interpolation_box {
+  std::array<std::uint64_t, 3> extent{1, 1, 1};
+  std::array<std::uint64_t, 3> stride{0, 0, 1};
+  std::uint64_t offset = 0;
+  std::uint64_t count = 0;
+
+  /// The box of the `count` values from grid value `first` on, with `dims` axes of `grid` where the
+  /// chunk spans two planes (rows) or more and they cover no more than four times its values (a chunk
+  /// short against a row or a plane interpolates along fewer axes: the others would hold only points
+  /// outside it).
+  static interpolation_box of_chunk(const grid_extents& grid, unsigned dims, std::uint64_t first, std::uint64_t count) {
+    interpolation_box b;
+    b.count = count;
+    b.extent[2] = count;
+    if (count == 0) return b;
+    // A box of one plane or one row is read as rows or as a line instead: the tighter box.
+    const auto fits = [&](std::uint64_t cell, std::uint64_t& offset, std::uint64_t& cells) {
+      offset = first % cell;
+      cells = (offset + count + cell - 1) / cell;
+      return cells >= 2 && cells * cell <= 4 * count;
+    };
+    std::uint64_t offset = 0, cells = 0;
+    if (dims == 3 && fits(grid.nx * grid.ny, offset, cells)) {
+      b.extent = {cells, grid.ny, grid.nx};
+      b.stride = {grid.nx * grid.ny, grid.nx, 1};
+      b.offset = offset;
+    } else if (dims >= 2 && fits(grid.nx, offset, cells)) {
+      b.extent = {1, cells, grid.nx};
+      b.stride = {0, grid.nx, 1};
+      b.offset = offset;
+    }
+    return b;
+  }
+
+  /// The number of levels: strides 2^(levels-1) down to 1 reach every point but the origin.
+  unsigned levels() const {
+    const std::uint64_t longest = std::max({extent[0], extent[1], extent[2]});
+    unsigned l = 0;
+    while ((std::uint64_t{1} << l) < longest) ++l;
+    return l;
+  }
+};
+
+/// One step of the walk: every point whose coordinate along `axis` is an odd multiple of `s`, whose
+/// coordinates along the axes earlier in the level's order are multiples of s and along the later ones
+/// multiples of 2s, gets `apply(chunk index, prediction)`, the prediction made from `recon` (the chunk's
+/// reconstructions so far). The points of one step depend only on points of earlier steps.
+template <class Apply>
+ZCOLL_ALWAYS_INLINE void interpolation_step(const interpolation_box& b, const std::uint32_t* recon, std::uint64_t s,
+                                            unsigned axis, const std::array<unsigned, 3>& rank, bool cubic,
+                                            Apply apply) {
+  const std::uint64_t e = b.extent[axis];
+  if (e <= s) return;
+  unsigned other[2];
+  for (unsigned a = 0, k = 0; a < 3; ++a) {
+    if (a != axis) other[k++] = a;
+  }
+  const std::uint64_t step0 = rank[other[0]] < rank[axis] ? s : 2 * s;
+  const std::uint64_t step1 = rank[other[1]] < rank[axis] ? s : 2 * s;
+  const std::uint64_t stride = b.stride[axis];
+  const std::uint64_t end = b.offset + b.count;
+  const auto is = static_cast<std::int64_t>(s);
+  for (std::uint64_t c0 = 0; c0 < b.extent[other[0]]; c0 += step0) {
+    for (std::uint64_t c1 = 0; c1 < b.extent[other[1]]; c1 += step1) {
+      const std::uint64_t base = c0 * b.stride[other[0]] + c1 * b.stride[other[1]];
+      const std::uint64_t last = base + (e - 1) * stride;
+      if (base >= end || last < b.offset) continue;  // the line lies outside the chunk
+      const bool whole_line = base >= b.offset && last < end;
+      // Whether the point at coordinate c (signed: c - 3s may fall before the box) exists, and its code.
+      const auto exists = [&](std::int64_t c) {
+        if (c < 0 || static_cast<std::uint64_t>(c) >= e) return false;
+        const std::uint64_t v = base + static_cast<std::uint64_t>(c) * stride;
+        return whole_line || (v >= b.offset && v < end);
+      };
+      const auto code = [&](std::int64_t c) -> std::int64_t {
+        return static_cast<std::int32_t>(recon[base + static_cast<std::uint64_t>(c) * stride - b.offset]);
+      };
+      // One point with every existence checked: the ends of a line, and lines the chunk cuts.
+      const auto predict_checked = [&](std::uint64_t c) {
+        const auto at = static_cast<std::int64_t>(c);
+        const bool has_a = exists(at - is), has_b = exists(at + is);
+        if (has_a && has_b) {
+          const std::int64_t qa = code(at - is), qb = code(at + is);
+          const bool has_aa = cubic && exists(at - 3 * is), has_bb = cubic && exists(at + 3 * is);
+          if (has_aa && has_bb) return (-code(at - 3 * is) + 9 * qa + 9 * qb - code(at + 3 * is) + 8) >> 4;
+          if (has_aa) return (-code(at - 3 * is) + 6 * qa + 3 * qb + 4) >> 3;
+          if (has_bb) return (3 * qa + 6 * qb - code(at + 3 * is) + 4) >> 3;
+          return (qa + qb + 1) >> 1;
+        }
+        if (has_a) return code(at - is);
+        if (has_b) return code(at + is);
+        return std::int64_t{0};
+      };
+      std::uint64_t c = s;
+      if (whole_line) {
+        // The points with every neighbour inside the line, without checks: most of them.
+        const std::uint32_t* line = recon + (base - b.offset);
+        const auto q = [&](std::uint64_t k) -> std::int64_t { return static_cast<std::int32_t>(line[k * stride]); };
+        const std::uint64_t first_inner = cubic ? 3 * s : s;
+        for (; c < first_inner && c < e; c += 2 * s) apply(static_cast<std::size_t>(base - b.offset + c * stride), predict_checked(c));
+        if (cubic) {
+          for (; c + 3 * s < e; c += 2 * s) {
+            apply(static_cast<std::size_t>(base - b.offset + c * stride),
+                  (-q(c - 3 * s) + 9 * q(c - s) + 9 * q(c + s) - q(c + 3 * s) + 8) >> 4);
+          }
+        } else {
+          for (; c + s < e; c += 2 * s) {
+            apply(static_cast<std::size_t>(base - b.offset + c * stride), (q(c - s) + q(c + s) + 1) >> 1);
+          }
+        }
+      }
+      for (; c < e; c += 2 * s) {
+        const std::uint64_t v = base + c * stride;
+        if (!whole_line && (v < b.offset || v >= end)) continue;
+        apply(static_cast<std::size_t>(v - b.offset), predict_checked(c));
+      }
+    }
+  }
+}
+
+/// The walk of a whole chunk in the decoder's order: the origin first (predicted as 0), then every step.
+template <class Apply>
+void interpolation_walk(const interpolation_box& b, const interpolation_parameters& walk, const std::uint32_t* recon,
+                        Apply apply) {
+  if (b.count == 0) return;
+  if (b.offset == 0) apply(std::size_t{0}, std::int64_t{0});
+  const std::array<unsigned, 3> order = walk.method == prediction_method::interpolation_slowest_first
+                                            ? std::array<unsigned, 3>{0, 1, 2}
+                                            : std::array<unsigned, 3>{2, 1, 0};
+  std::array<unsigned, 3> rank{};
+  for (unsigned k = 0; k < 3; ++k) rank[order[k]] = k;
+  for (unsigned l = b.levels(); l-- > 0;) {
+    const bool cubic = (walk.cubic_levels >> std::min(l, 31u)) & 1u;
+    for (unsigned k = 0; k < 3; ++k) interpolation_step(b, recon, std::uint64_t{1} << l, order[k], rank, cubic, apply);
+  }
+}
+
+/// The Lorenzo walk of a chunk: its points in order, each predicted from its neighbours at -1 along
+/// each axis (and the corners between them, with alternating signs), a neighbour before the chunk or
+/// outside the grid counting as 0.
+template <class Apply>
+void lorenzo_walk(const interpolation_box& b, const std::uint32_t* recon, Apply apply) {
+  std::uint64_t c[3] = {0, 0, 0};  // the coordinates of the chunk's first point
+  {
+    std::uint64_t v = b.offset;
+    for (int axis = 2; axis >= 0; --axis) {
+      c[axis] = v % b.extent[axis];
+      v /= b.extent[axis];
+    }
+  }
+  const auto q = [&](std::uint64_t i, std::uint64_t back) -> std::int64_t {
+    return back <= i ? static_cast<std::int32_t>(recon[i - back]) : 0;
+  };
+  const std::uint64_t sx = b.stride[2], sy = b.stride[1], sz = b.stride[0];
+  for (std::uint64_t i = 0; i < b.count; ++i) {
+    const bool x = c[2] > 0, y = c[1] > 0, z = c[0] > 0;
+    std::int64_t p = 0;
+    if (x) p += q(i, sx);
+    if (y) p += q(i, sy);
+    if (x && y) p -= q(i, sx + sy);
+    if (z) {
+      p += q(i, sz);
+      if (x) p -= q(i, sz + sx);
+      if (y) p -= q(i, sz + sy);
+      if (x && y) p += q(i, sz + sy + sx);
+    }
+    apply(static_cast<std::size_t>(i), p);
+    if (++c[2] == b.extent[2]) {
+      c[2] = 0;
+      if (++c[1] == b.extent[1]) {
+        c[1] = 0;
+        ++c[0];
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+/// The interpolation predictor over the last N axes of the data's shape (N = 1, 2 or 3).
+template <unsigned N>
+struct Interpolation {
+  static_assert(N >= 1 && N <= 3, "Interpolation<N>: N is 1, 2 or 3");
+
+  static constexpr std::uint8_t id = 3 + N;
+  static constexpr const char* name = N == 1 ? "interpolation1d" : N == 2 ? "interpolation2d" : "interpolation3d";
+
+  using parameters = interpolation_parameters;
+  /// nx, ny, the method byte and the cubic levels.
+  static constexpr std::size_t parameter_bytes = 8 + 8 + 1 + 4;
+
+  /// The default walk (interpolation, slowest axis first, cubic at every level) over the grid `shape`
+  /// describes; argument_error when the shape does not hold exactly `count` values.
+  static parameters make_parameters(std::span<const std::size_t> shape, std::size_t count) {
+    parameters p;
+    if constexpr (N >= 2) p.grid = grid_of_shape(shape, count, N);
+    return p;
+  }
+
+  static void write_parameters(const parameters& p, byte_writer& out) {
+    out.write(p.grid.nx);
+    out.write(p.grid.ny);
+    out.write(static_cast<std::uint8_t>(p.method));
+    out.write(p.cubic_levels);
+  }
+
+  /// format_error on a zero extent, a plane of more than 2^62 values or an unknown method.
+  static parameters read_parameters(byte_reader& in) {
+    parameters p;
+    p.grid = read_grid(in, 3, name);
+    const auto method = in.read<std::uint8_t>("prediction method");
+    p.cubic_levels = in.read<std::uint32_t>("interpolation cubic levels");
+    if (method > static_cast<std::uint8_t>(prediction_method::lorenzo)) {
+      throw format_error(std::string(name) + ": prediction method " + std::to_string(method) + " is not 0, 1 or 2");
+    }
+    p.method = static_cast<prediction_method>(method);
+    return p;
+  }
+
+  /// The walks the compressor tries on a sample of the data, keeping the one whose residuals cost least:
+  /// interpolation with either axis order, cubic or linear, and Lorenzo.
+  static std::array<parameters, 5> candidates(const parameters& p) {
+    const auto with = [&](prediction_method m, std::uint32_t cubic) {
+      parameters c = p;
+      c.method = m;
+      c.cubic_levels = cubic;
+      return c;
+    };
+    return {with(prediction_method::interpolation_slowest_first, ~0u), with(prediction_method::interpolation_fastest_first, ~0u),
+            with(prediction_method::interpolation_slowest_first, 0u), with(prediction_method::interpolation_fastest_first, 0u),
+            with(prediction_method::lorenzo, 0u)};
+  }
+
+  /// The quantizer of the codes runs at the stream's bound / code_scale: a code is a multiple of eb / 8,
+  /// and a residual a bin of code_scale codes (2 eb).
+  static constexpr unsigned code_scale = 16;
+
+  /// Where a chunk lies in the grid: all a chunk's prediction needs.
+  struct state {
+    state() = default;
+    state(const parameters& p, std::uint64_t first_value, std::size_t) : walk(p), first(first_value) {}
+    parameters walk;
+    std::uint64_t first = 0;
+  };
+
+  /// The chunk's residuals into `residuals`, and into `recon` the codes the decoder will reconstruct.
+  /// `target(i)` is value i in code steps (x / step, in double: the residual then rounds once), or for a
+  /// lane stored exactly any code that keeps the prediction smooth.
+  template <class Target>
+  static void forward_chunk(const state& s, std::span<std::int32_t> residuals, std::span<std::uint32_t> recon,
+                            const Target& target) {
+    const auto b = detail::interpolation_box::of_chunk(s.walk.grid, N, s.first, residuals.size());
+    walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p) {
+      // |target - p| is below 2^26 for every lane the quantizer admits: r fits easily.
+      const double r = std::nearbyint((target(i) - static_cast<double>(p)) / code_scale);
+      const auto code_r = static_cast<std::int64_t>(r);
+      recon[i] = static_cast<std::uint32_t>(p + std::int64_t{code_scale} * code_r);
+      residuals[i] = static_cast<std::int32_t>(code_r);
+    });
+  }
+
+  /// The chunk's residuals back into the encoder's reconstructions (fine codes), in place.
+  static void inverse_chunk(const state& s, std::span<std::uint32_t> values) {
+    const auto b = detail::interpolation_box::of_chunk(s.walk.grid, N, s.first, values.size());
+    walk(b, s.walk, values.data(), [&](std::size_t i, std::int64_t p) {
+      values[i] = static_cast<std::uint32_t>(p + std::int64_t{code_scale} * static_cast<std::int32_t>(values[i]));
+    });
+  }
+
+ private:
+  template <class Apply>
+  static void walk(const detail::interpolation_box& b, const parameters& p, const std::uint32_t* recon, Apply apply) {
+    if (p.method == prediction_method::lorenzo) {
+      detail::lorenzo_walk(b, recon, apply);
+    } else {
+      detail::interpolation_walk(b, p, recon, apply);
+    }
+  }
+};
+
+}  // namespace zcoll::predict

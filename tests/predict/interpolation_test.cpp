@@ -1,0 +1,195 @@
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "support/test_support.hpp"
+#include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/predict/concepts.hpp"
+#include "zcoll/predict/interpolation.hpp"
+
+namespace {
+
+using zcoll::predict::interpolation_parameters;
+using zcoll::predict::prediction_method;
+using zcoll::predict::detail::interpolation_box;
+
+constexpr std::uint32_t unwritten = 0xDEADBEEF;
+
+/// Every chunk index the walk of `p` reaches, with how often (the walk reads only `recon`).
+std::vector<int> visits(const interpolation_box& b, const interpolation_parameters& p) {
+  std::vector<int> count(b.count, 0);
+  std::vector<std::uint32_t> recon(b.count, 0);
+  const auto apply = [&](std::size_t i, std::int64_t) {
+    REQUIRE(i < b.count);
+    ++count[i];
+  };
+  if (p.method == prediction_method::lorenzo) {
+    zcoll::predict::detail::lorenzo_walk(b, recon.data(), apply);
+  } else {
+    zcoll::predict::detail::interpolation_walk(b, p, recon.data(), apply);
+  }
+  return count;
+}
+
+/// Chunks of every kind: whole rows and planes, starting and ending inside them, shorter than a row,
+/// rows longer than four chunks (the box falls back to fewer axes), one value.
+struct chunk_case {
+  zcoll::predict::grid_extents grid;
+  std::uint64_t first;
+  std::size_t count;
+};
+const std::vector<chunk_case> chunk_cases = {
+    {{1, 1}, 0, 1},        {{1, 1}, 0, 1000},      {{45, 37}, 0, 45 * 37 * 5}, {{45, 37}, 1000, 4096},
+    {{45, 37}, 17, 160},   {{45, 37}, 44, 2},      {{7, 3}, 5, 300},           {{100000, 1}, 99990, 64},
+    {{125, 125}, 15625, 65536}, {{1501, 1}, 65536, 65536}, {{3, 100000}, 7, 999}, {{32, 32}, 1023, 1},
+};
+
+template <unsigned N>
+void check_every_point_once() {
+  for (const auto& c : chunk_cases) {
+    const auto b = interpolation_box::of_chunk(c.grid, N, c.first, c.count);
+    for (const auto& p : zcoll::predict::Interpolation<N>::candidates({.grid = c.grid})) {
+      INFO(N << "-D, grid " << c.grid.nx << " x " << c.grid.ny << ", first " << c.first << ", " << c.count
+              << " values, method " << static_cast<int>(p.method));
+      const auto count = visits(b, p);
+      for (std::size_t i = 0; i < count.size(); ++i) REQUIRE(count[i] == 1);
+    }
+  }
+}
+
+/// forward_chunk's residuals, decoded by inverse_chunk, give forward_chunk's reconstructions; each is
+/// within half a bin (8 fine codes) of its target.
+template <unsigned N>
+void check_round_trip(std::mt19937_64& rng, const chunk_case& c, const interpolation_parameters& p) {
+  using I = zcoll::predict::Interpolation<N>;
+  std::vector<double> target(c.count);
+  std::normal_distribution<double> noise(0.0, 40.0);
+  double walk = 0.0;
+  for (std::size_t i = 0; i < c.count; ++i) {
+    walk += noise(rng);
+    target[i] = i % 101 == 7 ? -3.0e6 : 100.0 * std::sin(0.01 * static_cast<double>(c.first + i)) + walk;
+  }
+  const typename I::state state(p, c.first, c.count);
+  std::vector<std::int32_t> residuals(c.count);
+  std::vector<std::uint32_t> recon(c.count, unwritten);  // a read before a write shows as a mismatch
+  I::forward_chunk(state, std::span(residuals), std::span(recon), [&](std::size_t i) { return target[i]; });
+  for (std::size_t i = 0; i < c.count; ++i) {
+    REQUIRE(std::abs(static_cast<double>(static_cast<std::int32_t>(recon[i])) - target[i]) <= I::code_scale / 2.0);
+  }
+  std::vector<std::uint32_t> decoded(residuals.begin(), residuals.end());
+  I::inverse_chunk(state, std::span(decoded));
+  REQUIRE(decoded == recon);
+}
+
+}  // namespace
+
+TEST_CASE("Interpolation: the walks reach every point of a chunk exactly once", "[predict][interpolation]") {
+  check_every_point_once<1>();
+  check_every_point_once<2>();
+  check_every_point_once<3>();
+}
+
+TEST_CASE("Interpolation: the decoder reconstructs the encoder's codes, each within half a bin",
+          "[predict][interpolation]") {
+  std::mt19937_64 rng(zcoll_test::seed);
+  for (const auto& c : chunk_cases) {
+    INFO("grid " << c.grid.nx << " x " << c.grid.ny << ", first " << c.first << ", " << c.count << " values");
+    for (const auto& p : zcoll::predict::Interpolation<1>::candidates({.grid = c.grid})) check_round_trip<1>(rng, c, p);
+    for (const auto& p : zcoll::predict::Interpolation<2>::candidates({.grid = c.grid})) check_round_trip<2>(rng, c, p);
+    for (const auto& p : zcoll::predict::Interpolation<3>::candidates({.grid = c.grid})) check_round_trip<3>(rng, c, p);
+    // A mask that mixes cubic and linear levels.
+    check_round_trip<3>(rng, c, {.grid = c.grid, .cubic_levels = 0x55});
+  }
+}
+
+TEST_CASE("Interpolation: predictions are exact on linear data, cubic ones on cubic data", "[predict][interpolation]") {
+  using I = zcoll::predict::Interpolation<2>;
+  const zcoll::predict::grid_extents grid{.nx = 64, .ny = 1};
+  const std::size_t n = 64 * 64;
+  const auto residuals_of = [&](const interpolation_parameters& p, auto f) {
+    std::vector<std::int32_t> residuals(n);
+    std::vector<std::uint32_t> recon(n);
+    I::forward_chunk(I::state(p, 0, n), std::span(residuals), std::span(recon), [&](std::size_t i) {
+      return f(static_cast<double>(i % 64), static_cast<double>(i / 64));
+    });
+    return residuals;
+  };
+  // A plane: linear interpolation and Lorenzo predict every point that has its neighbours exactly. The
+  // others miss: Lorenzo's first row and column (127 points); interpolation's origin and the points
+  // predicted from one neighbour, x = 64 - s on the 64 / s rows of each stride s and y = 64 - s on 32 / s
+  // columns: 1 + 126 + 63 = 190.
+  const auto plane = [](double x, double y) { return 16.0 * (3.0 * x + 5.0 * y); };
+  for (const auto method : {prediction_method::interpolation_slowest_first, prediction_method::lorenzo}) {
+    const auto r = residuals_of({.grid = grid, .method = method, .cubic_levels = 0}, plane);
+    std::size_t nonzero = 0;
+    for (const auto v : r) nonzero += v != 0;
+    INFO("method " << static_cast<int>(method));
+    CHECK(nonzero <= (method == prediction_method::lorenzo ? 127u : 190u));
+  }
+  // A cubic in x: the cubic forms predict it exactly where four neighbours exist; linear ones do not.
+  const auto cubic = [](double x, double) { return 16.0 * (x * x * x - 20.0 * x * x); };
+  const auto count_nonzero = [](const std::vector<std::int32_t>& r) {
+    std::size_t k = 0;
+    for (const auto v : r) k += v != 0;
+    return k;
+  };
+  const auto with_cubic = count_nonzero(residuals_of({.grid = grid, .cubic_levels = ~0u}, cubic));
+  const auto linear_only = count_nonzero(residuals_of({.grid = grid, .cubic_levels = 0}, cubic));
+  CHECK(with_cubic * 4 < linear_only);
+}
+
+TEST_CASE("Interpolation: parameters round-trip and damaged ones are format errors", "[predict][interpolation]") {
+  using I = zcoll::predict::Interpolation<3>;
+  STATIC_REQUIRE(zcoll::predict::chunk_predictor<I>);
+  STATIC_REQUIRE_FALSE(zcoll::predict::predictor<I>);
+  const interpolation_parameters p{.grid = {.nx = 45, .ny = 37}, .method = prediction_method::lorenzo, .cubic_levels = 5};
+  std::vector<std::byte> bytes(I::parameter_bytes);
+  zcoll::byte_writer out(bytes);
+  I::write_parameters(p, out);
+  CHECK(out.remaining() == 0);
+  zcoll::byte_reader in(bytes);
+  const auto read = I::read_parameters(in);
+  CHECK(read.grid.nx == 45);
+  CHECK(read.grid.ny == 37);
+  CHECK(read.method == prediction_method::lorenzo);
+  CHECK(read.cubic_levels == 5u);
+
+  auto bad_method = bytes;
+  bad_method[16] = std::byte{3};
+  zcoll::byte_reader bad_in(bad_method);
+  CHECK_THROWS_AS(I::read_parameters(bad_in), zcoll::format_error);
+  auto zero_row = bytes;
+  std::fill_n(zero_row.begin(), 8, std::byte{0});
+  zcoll::byte_reader zero_in(zero_row);
+  CHECK_THROWS_AS(I::read_parameters(zero_in), zcoll::format_error);
+  zcoll::byte_reader short_in(std::span<const std::byte>(bytes).first(I::parameter_bytes - 1));
+  CHECK_THROWS_AS(I::read_parameters(short_in), zcoll::format_error);
+}
+
+TEST_CASE("Interpolation: a chunk short against its rows is read along fewer axes", "[predict][interpolation]") {
+  // 64 values of a 3-D grid of planes 100 x 100 within one row: read as 1-D.
+  auto b = interpolation_box::of_chunk({.nx = 100, .ny = 100}, 3, 210, 64);
+  CHECK(b.extent[0] == 1);
+  CHECK(b.extent[1] == 1);
+  CHECK(b.extent[2] == 64);
+  CHECK(b.offset == 0);
+  // 4096 values within one plane: rows of 100 (42 rows from x = 50).
+  b = interpolation_box::of_chunk({.nx = 100, .ny = 100}, 3, 50, 4096);
+  CHECK(b.extent[0] == 1);
+  CHECK(b.extent[1] == 42);
+  CHECK(b.extent[2] == 100);
+  CHECK(b.offset == 50);
+  // 65536 values: planes of 10000 (8 planes from value 5000 of the first).
+  b = interpolation_box::of_chunk({.nx = 100, .ny = 100}, 3, 5000, 65536);
+  CHECK(b.extent[0] == 8);
+  CHECK(b.extent[1] == 100);
+  CHECK(b.offset == 5000);
+  // Rows longer than four chunks: 1-D.
+  b = interpolation_box::of_chunk({.nx = 100000, .ny = 1}, 2, 99990, 64);
+  CHECK(b.extent[1] == 1);
+  CHECK(b.extent[2] == 64);
+}
