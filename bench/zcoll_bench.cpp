@@ -137,7 +137,7 @@ codecs and bounds:
   --fill VALUE          declare a fill value: the value of the data type nearest to VALUE (-1e34 on f32 data
                         is -9.99999979e+33; a note says which), stored exactly, left out of the range
   --chunk N             values per chunk (multiple of 32; default: each codec's, 4096 or 65536 for
-                        2-D/3-D Lorenzo)
+                        2-D/3-D Lorenzo and HighRatio)
 reference rows (off by default; one thread, whatever --threads):
   --reference A,B,...   'all', 'list' to print them, or groups and row names:
                           lz4        LZ4_compress_default on the raw value bytes (lossless)
@@ -506,12 +506,15 @@ row measure_quantized(const zcoll_bench::byte_coder& coder, zcoll_bench::code_pr
                   written.size(), compress_s, decompress_s, memcpy_gb_per_s, error_bound, error);
 }
 
-/// A lossy reference library (ZFP, SZ3, SZp) at one bound `error_bound` in the data's units (the fill
-/// value left out of a relative bound's range); every value checked against it. A break is reported, never
-/// fatal: ZFP aims at its tolerance without promising it, and SZ3's and SZp's breaks are theirs.
-template <class T, class Reference>
+/// A lossy reference library (ZFP, SZ3, SZp) at one bound, the reference `make(eb)` builds for the bound
+/// in the data's units (the fill value left out of a relative bound's range); every value checked against
+/// it. A break is reported, never fatal: ZFP aims at its tolerance without promising it, and SZ3's and
+/// SZp's breaks are theirs.
+template <class T, class Make>
 row measure_lossy_reference(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
-                            std::vector<T>& restored, Reference& reference, double error_bound) {
+                            std::vector<T>& restored, const Make& make) {
+  const double error_bound = zcoll_bench::reference_error_bound(bound, std::span<const T>(data.values), o.fill_value);
+  auto reference = make(error_bound);
   std::size_t written = 0;
   const double compress_s = median_seconds(o.repeat, [&] { written = reference.compress(data.values); });
   restored.assign(data.values.size(), T(0));
@@ -523,36 +526,15 @@ row measure_lossy_reference(const options& o, const dataset<T>& data, const zcol
   return r;
 }
 
-#if ZCOLL_BENCH_HAS_ZFP
-/// ZFP's fixed-accuracy mode at one bound, on the data's shape.
-template <class T>
-row measure_zfp(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
+/// A reference_table entry measuring the lossy reference `make(data, eb)` builds at each bound.
+template <class T, class Make>
+auto lossy_reference_row(Make make) {
+  return [make](const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
                 std::vector<T>& restored) {
-  const double tolerance = zcoll_bench::reference_error_bound(bound, std::span<const T>(data.values), o.fill_value);
-  zcoll_bench::zfp_accuracy_reference<T> reference(data.shape, data.values.size(), tolerance);
-  return measure_lossy_reference(o, data, bound, memcpy_gb_per_s, restored, reference, tolerance);
+    return measure_lossy_reference(o, data, bound, memcpy_gb_per_s, restored,
+                                   [&](double eb) { return make(data, eb); });
+  };
 }
-#endif
-
-#if ZCOLL_BENCH_HAS_SZ3
-template <class T>
-row measure_sz3(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
-                std::vector<T>& restored) {
-  const double eb = zcoll_bench::reference_error_bound(bound, std::span<const T>(data.values), o.fill_value);
-  zcoll_bench::sz3_reference<T> reference(data.shape, data.values.size(), eb);
-  return measure_lossy_reference(o, data, bound, memcpy_gb_per_s, restored, reference, eb);
-}
-#endif
-
-#if ZCOLL_BENCH_HAS_SZP
-template <class T>
-row measure_szp(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
-                std::vector<T>& restored) {
-  const double eb = zcoll_bench::reference_error_bound(bound, std::span<const T>(data.values), o.fill_value);
-  zcoll_bench::szp_reference<T> reference(eb);
-  return measure_lossy_reference(o, data, bound, memcpy_gb_per_s, restored, reference, eb);
-}
-#endif
 
 /// The codecs by their command-line names, in the order 'all' runs them: the registry's
 /// (zcoll/codec/registry.hpp).
@@ -617,13 +599,19 @@ std::vector<reference_entry<T>> reference_table() {
     }
   }
 #if ZCOLL_BENCH_HAS_ZFP
-  table.push_back({"zfp-accuracy", "zfp", true, measure_zfp<T>});
+  table.push_back({"zfp-accuracy", "zfp", true, lossy_reference_row<T>([](const dataset<T>& data, double eb) {
+                     return zcoll_bench::zfp_accuracy_reference<T>(data.shape, data.values.size(), eb);
+                   })});
 #endif
 #if ZCOLL_BENCH_HAS_SZ3
-  table.push_back({"sz3", "sz3", true, measure_sz3<T>});
+  table.push_back({"sz3", "sz3", true, lossy_reference_row<T>([](const dataset<T>& data, double eb) {
+                     return zcoll_bench::sz3_reference<T>(data.shape, data.values.size(), eb);
+                   })});
 #endif
 #if ZCOLL_BENCH_HAS_SZP
-  table.push_back({"szp", "szp", true, measure_szp<T>});
+  table.push_back({"szp", "szp", true, lossy_reference_row<T>([](const dataset<T>&, double eb) {
+                     return zcoll_bench::szp_reference<T>(eb);
+                   })});
 #endif
   return table;
 }
@@ -940,7 +928,7 @@ int run(const options& o) {
       fmt::format("zcoll-bench codec: {} ({} {} values, {:.2f} MB), {}, median of {}, chunk {}", data,
                   values.size(), o.type, static_cast<double>(values.size() * sizeof(T)) / 1e6,
                   on_device ? "CUDA on " + device_name : fmt::format("{} thread(s)", o.threads), o.repeat,
-                  o.chunk_values == 0 ? std::string("per codec (4096; 65536 with 2-D/3-D Lorenzo)")
+                  o.chunk_values == 0 ? std::string("per codec (4096; 65536 with 2-D/3-D Lorenzo and HighRatio)")
                                       : std::to_string(o.chunk_values));
   print_table(input.note.empty() ? title : title + "\n" + input.note, rows);
   for (const auto& r : rows) {
