@@ -213,6 +213,39 @@ TEST_CASE("add: 2-D and 3-D Lorenzo streams whose rows and planes cross chunks",
             std::span<const float>(xa), std::span<const float>(ya), "3-D adversarial");
 }
 
+TEST_CASE("add: a few exception lanes in one stream, early and late in its chunks, on every predictor",
+          "[codec][add]") {
+  // Chunks coded with exceptions in a and without in b: the sum is added block by block and only the
+  // blocks up to the last exception lane are decoded (codec/detail/pipeline_add.hpp); every lane is checked.
+  const std::size_t rows = 40, cols = 250, n = rows * cols;
+  const float fill = -1e35f;
+  auto x = smooth<float>(n, 0.3);
+  const auto y = smooth<float>(n, 0.8);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t at = i % 1024;
+    if (at == 5) x[i] = std::numeric_limits<float>::quiet_NaN();  // first block
+    if (at == 700) x[i] = fill;                                    // a fill lane in the middle
+    if (at == 1023) x[i] = 1e30f;                                  // the chunk's last lane: beyond the codes
+  }
+  x[n - 1] = -std::numeric_limits<float>::infinity();  // the short last chunk's last lane
+  for (const bool with_fill : {false, true}) {
+    zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .chunk_values = 1024, .shape = {rows, cols}};
+    if (with_fill) config.fill_value = fill;
+    const std::string what = with_fill ? "with fill" : "no fill";
+    check_sum(zcoll::FZLight{config}, std::span<const float>(x), std::span<const float>(y), what + " fzlight");
+    check_sum(NoneBitShuffle{config}, std::span<const float>(x), std::span<const float>(y), what + " none+bitshuffle");
+    check_sum(NoneRaw{config}, std::span<const float>(x), std::span<const float>(y), what + " none+raw");
+    check_sum(Lorenzo2{config}, std::span<const float>(x), std::span<const float>(y), what + " lorenzo 2-D");
+    // The sum keeps its chunks coded, with the exception lanes in a section.
+    const zcoll::FZLight codec{config};
+    const auto sum = zcoll::add(one_thread, codec, codec.compress(x), codec.compress(y));
+    const auto layout = zcoll::read_stream_layout(sum, false);
+    for (std::uint32_t c = 0; c < layout.header.chunk_count; ++c) {
+      CHECK(sum[layout.chunk_offset(c)] == std::byte{2});  // chunk_kind::coded_with_exceptions
+    }
+  }
+}
+
 TEST_CASE("add: a chunk stored verbatim in either stream is stored verbatim as a' + b'", "[codec][add]") {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> noise(-1e4f, 1e4f);

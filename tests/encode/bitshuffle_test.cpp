@@ -213,3 +213,92 @@ TEST_CASE("BitShuffle encode stays within max_block_bytes", "[encode][bitshuffle
     REQUIRE(BitShuffle::encode_block(r.data(), out.span().data()) <= BitShuffle::max_block_bytes);
   }
 }
+
+namespace {
+
+/// A block of any well-sized bytes: random planes (possibly with nonzero bits above the widest magnitude
+/// a real encoder would write, and signs on zero magnitudes, as damaged streams hold).
+std::vector<std::byte> arbitrary_block(std::mt19937_64& rng, unsigned planes) {
+  std::vector<std::byte> block(zcoll::encode::detail::bitshuffle_block_bytes(planes));
+  block[0] = static_cast<std::byte>(planes);
+  for (std::size_t k = 1; k < block.size(); ++k) block[k] = static_cast<std::byte>(rng());
+  return block;
+}
+
+/// decode(a) + decode(b), modulo 2^32 as the add path computes, encoded.
+std::vector<std::byte> decode_add_encode(const std::byte* a, const std::byte* b) {
+  std::array<std::uint32_t, 32> ra, rb;
+  BitShuffle::decode_checked_block(a, ra.data());
+  BitShuffle::decode_checked_block(b, rb.data());
+  residual_block sum;
+  for (std::size_t j = 0; j < 32; ++j) sum[j] = static_cast<std::int32_t>(ra[j] + rb[j]);
+  std::vector<std::byte> out(BitShuffle::max_block_bytes);
+  out.resize(BitShuffle::encode_block(sum.data(), out.data()));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("BitShuffle adds two blocks on their bit planes to the encoder's block of the sum", "[encode][bitshuffle]") {
+  std::mt19937_64 rng(zcoll_test::seed + 7);
+  const auto check_pair = [](const std::vector<std::byte>& a, const std::vector<std::byte>& b) {
+    std::array<std::byte, BitShuffle::max_block_bytes + 16> out;
+    out.fill(std::byte{0xCD});
+    const std::size_t size = BitShuffle::add_blocks(a.data(), b.data(), out.data());
+    // The sum may use the whole room as scratch, never more.
+    for (std::size_t k = BitShuffle::max_block_bytes; k < out.size(); ++k) REQUIRE(out[k] == std::byte{0xCD});
+    const auto expected = decode_add_encode(a.data(), b.data());
+    REQUIRE(size == expected.size());
+    REQUIRE(std::equal(expected.begin(), expected.end(), out.begin()));
+  };
+  SECTION("blocks the encoder wrote, every width against every width") {
+    for (unsigned wa = 0; wa <= 32; ++wa) {
+      for (unsigned wb = 0; wb <= 32; ++wb) {
+        for (int trial = 0; trial < 6; ++trial) {
+          INFO("widths " << wa << " and " << wb << ", trial " << trial);
+          residual_block ra, rb;
+          const auto fill_block = [&](residual_block& r, unsigned w) {
+            const std::uint64_t limit = w == 0 ? 0 : (std::uint64_t{1} << w) - 1;
+            for (auto& x : r) {
+              const auto m = static_cast<std::int64_t>(limit == 0 ? 0 : rng() % (limit + 1));
+              // Opposite and equal signs, cancelling pairs and zeros all occur.
+              x = static_cast<std::int32_t>(rng() % 2 ? -m : m);
+            }
+            if (w > 0 && w < 32) r[rng() % 32] = static_cast<std::int32_t>(limit);  // the width is reached
+          };
+          fill_block(ra, wa);
+          fill_block(rb, wb);
+          if (trial == 5) {
+            for (std::size_t j = 0; j < 32; j += 2) rb[j] = static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(ra[j]));
+          }
+          std::vector<std::byte> a(BitShuffle::max_block_bytes), b(BitShuffle::max_block_bytes);
+          a.resize(BitShuffle::encode_block(ra.data(), a.data()));
+          b.resize(BitShuffle::encode_block(rb.data(), b.data()));
+          check_pair(a, b);
+          check_pair(b, a);
+        }
+      }
+    }
+  }
+  SECTION("any well-sized bytes: signs on zero magnitudes, sums that wrap modulo 2^32") {
+    for (int trial = 0; trial < 4000; ++trial) {
+      INFO("trial " << trial);
+      const auto a = arbitrary_block(rng, static_cast<unsigned>(rng() % 33));
+      const auto b = arbitrary_block(rng, static_cast<unsigned>(rng() % 33));
+      check_pair(a, b);
+    }
+  }
+  SECTION("a block and its negation give the zero block") {
+    for (int trial = 0; trial < 200; ++trial) {
+      const residual_block r = random_residuals(rng);
+      residual_block negated;
+      for (std::size_t j = 0; j < 32; ++j) negated[j] = static_cast<std::int32_t>(0u - static_cast<std::uint32_t>(r[j]));
+      std::vector<std::byte> a(BitShuffle::max_block_bytes), b(BitShuffle::max_block_bytes);
+      a.resize(BitShuffle::encode_block(r.data(), a.data()));
+      b.resize(BitShuffle::encode_block(negated.data(), b.data()));
+      std::array<std::byte, BitShuffle::max_block_bytes> out{};
+      REQUIRE(BitShuffle::add_blocks(a.data(), b.data(), out.data()) == 1);
+      CHECK(out[0] == std::byte{0});
+    }
+  }
+}

@@ -11,6 +11,7 @@
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/encode/detail/bitshuffle_block.hpp"
+#include "zcoll/encode/detail/bitshuffle_block_sum.hpp"
 
 namespace zcoll::encode {
 
@@ -38,6 +39,13 @@ struct BitShuffle {
   /// A bound on the magnitudes of the block whose first byte is `first`: 2^planes - 1.
   ZCOLL_HOST_DEVICE static constexpr std::uint64_t magnitude_bound(std::byte first) {
     return (std::uint64_t{1} << std::min(32u, std::to_integer<unsigned>(first))) - 1;
+  }
+
+  /// Writes the block of the sum of the whole blocks at `a` and `b` at `out` (room for max_block_bytes)
+  /// and returns its size: the bytes encode_block writes for the sum of their residuals (modulo 2^32),
+  /// computed on the bit planes without decoding (detail/bitshuffle_block_sum.hpp).
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE static std::size_t add_blocks(const std::byte* a, const std::byte* b, std::byte* out) {
+    return detail::bitshuffle_add_blocks(a, b, out);
   }
 
   /// Decodes the block at `in`, whose block_bytes(in[0]) bytes the caller has checked are there.

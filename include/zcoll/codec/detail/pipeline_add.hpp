@@ -4,9 +4,11 @@
 /// in the integer codes, modulo 2^32 as they compute, so the residuals of a sum of codes are the sums of
 /// the residuals. A chunk pair is added in one of two ways:
 ///
-/// - **block by block** (both chunks coded without exceptions, the usual case): each block pair's
-///   residuals are decoded, added and encoded again; a block whose residuals are all zero (one byte with
-///   BitShuffle) is not decoded at all: the other block is copied (hZCCL's shortcut). Nothing is predicted
+/// - **block by block** (both chunks coded without exceptions, the usual case): each block pair is added
+///   in its encoded form where the encoder can (BitShuffle adds on the bit planes,
+///   encode/detail/bitshuffle_block_sum.hpp), else its residuals are decoded, added and encoded again;
+///   a block whose residuals are all zero (one byte with BitShuffle) is not read at all: the other block
+///   is copied (hZCCL's shortcut). Nothing is predicted
 ///   back or dequantized. The codes of the sum must stay within the quantizer's code range: a code is a
 ///   sum of residuals of its chunk (Lorenzo's inverse is a prefix sum over the values before it, in every
 ///   dimension, with 0 outside the chunk; without prediction a code is its residual), so the sum of the
@@ -28,6 +30,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,21 +54,43 @@
 
 namespace zcoll::detail {
 
-/// Per-worker scratch of the lane-by-lane path, sized for one chunk.
+/// The buffers of the lane-by-lane path, sized for one chunk and not zero-filled (each is written
+/// before it is read).
 template <floating_value T>
-struct chunk_sum_scratch {
-  explicit chunk_sum_scratch(std::size_t chunk_values)
-      : residuals_a(padded(chunk_values)), residuals_b(padded(chunk_values)), residuals_sum(padded(chunk_values)),
-        values_a(chunk_values), values_b(chunk_values), sums(chunk_values),
-        lanes_a(padded(chunk_values) / block_values), lanes_b(padded(chunk_values) / block_values) {
+struct chunk_sum_buffers {
+  explicit chunk_sum_buffers(std::size_t chunk_values)
+      : residuals_a(buffer<std::uint32_t>(padded(chunk_values))), residuals_b(buffer<std::uint32_t>(padded(chunk_values))),
+        residuals_sum(buffer<std::uint32_t>(padded(chunk_values))), values_a(buffer<T>(chunk_values)),
+        values_b(buffer<T>(chunk_values)), sums(buffer<T>(chunk_values)),
+        lanes_a(buffer<block_mask>(padded(chunk_values) / block_values)),
+        lanes_b(buffer<block_mask>(padded(chunk_values) / block_values)) {
     exceptions.reserve(padded(chunk_values) / block_values);
   }
   static std::size_t padded(std::size_t values) { return (values + block_values - 1) / block_values * block_values; }
+  template <class U>
+  static std::unique_ptr<U[]> buffer(std::size_t size) { return std::make_unique_for_overwrite<U[]>(size); }
 
-  std::vector<std::uint32_t> residuals_a, residuals_b, residuals_sum;
-  std::vector<T> values_a, values_b, sums;
-  std::vector<block_mask> lanes_a, lanes_b;  // each block's exception lanes (fill or outlier)
+  std::unique_ptr<std::uint32_t[]> residuals_a, residuals_b, residuals_sum;
+  std::unique_ptr<T[]> values_a, values_b, sums;
+  std::unique_ptr<block_mask[]> lanes_a, lanes_b;  // each block's exception lanes (fill or outlier)
   std::vector<block_exceptions> exceptions;
+};
+
+/// Per-worker scratch of the lane-by-lane path: allocated by the first chunk that takes that path (most
+/// sums have none; zero-filling buffers for a chunk cost more than adding a small stream).
+template <floating_value T>
+class chunk_sum_scratch {
+ public:
+  explicit chunk_sum_scratch(std::size_t chunk_values) : chunk_values_(chunk_values) {}
+
+  chunk_sum_buffers<T>& buffers() {
+    if (!buffers_) buffers_.emplace(chunk_values_);
+    return *buffers_;
+  }
+
+ private:
+  std::size_t chunk_values_;
+  std::optional<chunk_sum_buffers<T>> buffers_;
 };
 
 template <class P, class E>
@@ -84,10 +109,11 @@ struct pipeline_add {
       if (c.empty()) throw format_error("chunk " + std::to_string(chunk_number) + " is empty");
       return static_cast<chunk_kind>(std::to_integer<std::uint8_t>(c[0]));
     };
-    if (kind(a) == chunk_kind::coded && kind(b) == chunk_kind::coded && quantizer.usable()) {
-      if (const auto size = add_blocks<T, BlockQuantizer>(new_state, a, b, n, out, chunk_number)) return *size;
+    const auto coded = [](chunk_kind k) { return k == chunk_kind::coded || k == chunk_kind::coded_with_exceptions; };
+    if (coded(kind(a)) && coded(kind(b)) && quantizer.usable()) {
+      if (const auto size = add_blocks<T>(quantizer, fill, new_state, a, b, n, out, scratch, chunk_number)) return *size;
     }
-    return add_lanes<T>(quantizer, fill, new_state, a, b, n, out, scratch, chunk_number);
+    return add_lanes<T>(quantizer, fill, new_state, a, b, n, out, scratch.buffers(), chunk_number);
   }
 
  private:
@@ -137,18 +163,34 @@ struct pipeline_add {
     return bits;
   }
 
-  /// Block by block; nothing when the sum needs the lane-by-lane path (a code out of range, or a coded
-  /// form not smaller than the values).
+  /// The encoded sum of the blocks at `a` and `b` at `out` (room for E::max_block_bytes): with the
+  /// encoder's own arithmetic where it has one (BitShuffle adds on the bit planes), else decoded, added
+  /// and encoded again.
+  static std::size_t add_encoded_blocks(const std::byte* a, const std::byte* b, std::byte* out) {
+    if constexpr (requires { E::add_blocks(a, b, out); }) {
+      return E::add_blocks(a, b, out);
+    } else {
+      alignas(64) std::uint32_t ra[block_values], rb[block_values];
+      alignas(64) std::int32_t sum[block_values];
+      E::decode_checked_block(a, ra);
+      E::decode_checked_block(b, rb);
+      add_residuals(ra, rb, sum);
+      return E::encode_block(sum, out);
+    }
+  }
+
+  /// Block by block (the file's comment says when); nothing when the sum needs the lane-by-lane path (a
+  /// code out of range, or a coded form with its exceptions not smaller than the values).
   template <floating_value T, class BlockQuantizer, class NewState>
-  static std::optional<std::size_t> add_blocks(const NewState& new_state,
-                                               std::span<const std::byte> a, std::span<const std::byte> b, std::size_t n,
-                                               std::byte* out, std::size_t chunk_number) {
+  static std::optional<std::size_t> add_blocks(const BlockQuantizer& quantizer, const std::optional<T>& fill,
+                                               const NewState& new_state, std::span<const std::byte> a,
+                                               std::span<const std::byte> b, std::size_t n, std::byte* out,
+                                               chunk_sum_scratch<T>& scratch, std::size_t chunk_number) {
     std::byte* const limit = out + n * sizeof(T);  // the chunk must end up smaller than its verbatim form
     std::byte* cursor = out + 1;
     std::size_t at_a = 1, at_b = 1;
     std::uint64_t code_bound = 0;
-    alignas(64) std::uint32_t ra[block_values], rb[block_values];
-    alignas(64) std::int32_t sum[block_values];
+    alignas(64) std::uint32_t residuals[block_values];  // an encoder without magnitude_bound decodes here
     const std::size_t blocks = (n + block_values - 1) / block_values;
     for (std::size_t k = 0; k < blocks; ++k) {
       const std::size_t size_a = checked_block_bytes(a, at_a, chunk_number);
@@ -158,41 +200,114 @@ struct pipeline_add {
       at_a += size_a;
       at_b += size_b;
       const bool zero_a = encodes_zero_block<E>(block_a), zero_b = encodes_zero_block<E>(block_b);
-      std::uint64_t magnitude = 0;
+      std::byte* const written = cursor;
       if (zero_a || zero_b) {  // the sum is the other block, as it is
         const std::byte* kept = zero_a ? block_b : block_a;
         const std::size_t size = zero_a ? size_b : size_a;
         if (size > static_cast<std::size_t>(limit - cursor)) return std::nullopt;
         std::memcpy(cursor, kept, size);
         cursor += size;
-        magnitude = encoded_magnitude(kept, ra);
+      } else if (static_cast<std::size_t>(limit - cursor) >= E::max_block_bytes) {
+        cursor += add_encoded_blocks(block_a, block_b, cursor);
       } else {
-        E::decode_checked_block(block_a, ra);
-        E::decode_checked_block(block_b, rb);
-        add_residuals(ra, rb, sum);
-        std::byte* const written = cursor;
-        if (static_cast<std::size_t>(limit - cursor) >= E::max_block_bytes) {
-          cursor += E::encode_block(sum, cursor);
-        } else {
-          std::byte aside[E::max_block_bytes];
-          const std::size_t size = E::encode_block(sum, aside);
-          if (size > static_cast<std::size_t>(limit - cursor)) return std::nullopt;
-          std::memcpy(cursor, aside, size);
-          cursor += size;
-        }
-        magnitude = encoded_magnitude(written, ra);
+        std::byte aside[E::max_block_bytes];
+        const std::size_t size = add_encoded_blocks(block_a, block_b, aside);
+        if (size > static_cast<std::size_t>(limit - cursor)) return std::nullopt;
+        std::memcpy(cursor, aside, size);
+        cursor += size;
       }
+      const std::uint64_t magnitude = encoded_magnitude(written, residuals);
       code_bound = codes_are_residuals ? std::max(code_bound, magnitude) : code_bound + block_values * magnitude;
     }
-    if (at_a != a.size() || at_b != b.size()) {
+    const bool exceptions_a = a[0] == static_cast<std::byte>(chunk_kind::coded_with_exceptions);
+    const bool exceptions_b = b[0] == static_cast<std::byte>(chunk_kind::coded_with_exceptions);
+    if ((!exceptions_a && at_a != a.size()) || (!exceptions_b && at_b != b.size())) {
       throw format_error("chunk " + std::to_string(chunk_number) + ": bytes left after the last block");
     }
     if (code_bound > static_cast<std::uint64_t>(BlockQuantizer::max_code) &&
         !codes_within_range<BlockQuantizer>(new_state, out + 1, n)) {
       return std::nullopt;
     }
-    out[0] = static_cast<std::byte>(chunk_kind::coded);
-    return static_cast<std::size_t>(cursor - out);
+    if (!exceptions_a && !exceptions_b) {
+      out[0] = static_cast<std::byte>(chunk_kind::coded);
+      return static_cast<std::size_t>(cursor - out);
+    }
+    return add_exception_lanes<T>(quantizer, fill, new_state, a, b, at_a, at_b, n, out, cursor, scratch.buffers(),
+                                  chunk_number);
+  }
+
+  /// The exception lanes of chunk `c` (coded, n values) into `lanes` (one mask per block) and their
+  /// values into `values`, from its section at `section` (none for a chunk coded without exceptions).
+  template <floating_value T>
+  static void read_exception_lanes(const std::optional<T>& fill, std::span<const std::byte> c, std::size_t section,
+                                   std::size_t n, T* values, block_mask* lanes, std::size_t chunk_number) {
+    std::fill_n(lanes, (n + block_values - 1) / block_values, block_mask{0});
+    if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) return;
+    const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
+    const auto read = apply_exception_section(c.data() + section, c.size() - section, fill.has_value(), fill.value_or(T(0)),
+                                              values, n,
+                                              [&](std::size_t block, block_mask f, block_mask o) { lanes[block] = f | o; });
+    if (read.fault != exception_fault::none) {
+      throw format_error(where() + "exception section, entry " + std::to_string(read.entry) + ": " + to_string(read.fault));
+    }
+    if (section + read.bytes != c.size()) throw format_error(where() + "bytes left after the exception section");
+  }
+
+  /// The sum's exceptions when either chunk has some, its blocks already written up to `cursor` (block
+  /// by block, as add_blocks wrote them): the lanes stored exactly in either chunk hold a' + b', as
+  /// add_lanes gives them (the same bytes), but only the blocks up to the last such block are decoded, to
+  /// codes and no further, and only the blocks holding one are dequantized. Nothing when the section does
+  /// not fit before the chunk's verbatim size.
+  template <floating_value T, class BlockQuantizer, class NewState>
+  static std::optional<std::size_t> add_exception_lanes(const BlockQuantizer& quantizer, const std::optional<T>& fill,
+                                                        const NewState& new_state, std::span<const std::byte> a,
+                                                        std::span<const std::byte> b, std::size_t section_a,
+                                                        std::size_t section_b, std::size_t n, std::byte* out,
+                                                        std::byte* cursor, chunk_sum_buffers<T>& s,
+                                                        std::size_t chunk_number) {
+    read_exception_lanes<T>(fill, a, section_a, n, s.values_a.get(), s.lanes_a.get(), chunk_number);
+    read_exception_lanes<T>(fill, b, section_b, n, s.values_b.get(), s.lanes_b.get(), chunk_number);
+    const std::size_t blocks = (n + block_values - 1) / block_values;
+    std::size_t last = 0;  // one past the last block with an exception lane
+    for (std::size_t k = 0; k < blocks; ++k) last = (s.lanes_a[k] | s.lanes_b[k]) != 0 ? k + 1 : last;
+
+    const bool has_fill = fill.has_value();
+    const bits_of<T> fill_bits = std::bit_cast<bits_of<T>>(fill.value_or(T(0)));
+    auto state_a = new_state(), state_b = new_state();
+    alignas(64) std::uint32_t codes_a[block_values], codes_b[block_values];
+    alignas(64) T block_a[block_values], block_b[block_values];
+    std::size_t at_a = 1, at_b = 1;
+    s.exceptions.clear();
+    for (std::size_t k = 0; k < last; ++k) {
+      const block_mask either = s.lanes_a[k] | s.lanes_b[k];
+      const std::byte* encoded_a = a.data() + at_a;
+      const std::byte* encoded_b = b.data() + at_b;
+      at_a += E::block_bytes(encoded_a[0]);  // the blocks were checked by add_blocks
+      at_b += E::block_bytes(encoded_b[0]);
+      if (codes_are_residuals && either == 0) continue;  // nothing carries from block to block
+      E::decode_checked_block(encoded_a, codes_a);
+      E::decode_checked_block(encoded_b, codes_b);
+      P::inverse(state_a, codes_a);
+      P::inverse(state_b, codes_b);
+      if (either == 0) continue;
+      const std::size_t first = k * block_values, lanes = std::min(block_values, n - first);
+      quantizer.dequantize(codes_a, block_a, lanes);
+      quantizer.dequantize(codes_b, block_b, lanes);
+      block_mask fill_lanes = 0;
+      for (block_mask rest = either; rest != 0; rest &= rest - 1) {
+        const auto j = static_cast<std::size_t>(zcoll::countr_zero(rest));
+        const T va = (s.lanes_a[k] >> j) & 1u ? s.values_a[first + j] : block_a[j];
+        const T vb = (s.lanes_b[k] >> j) & 1u ? s.values_b[first + j] : block_b[j];
+        s.sums[first + j] = lane_sum(va, vb);
+        if (has_fill && std::bit_cast<bits_of<T>>(s.sums[first + j]) == fill_bits) fill_lanes |= block_mask{1} << j;
+      }
+      s.exceptions.push_back({static_cast<std::uint16_t>(k), fill_lanes, either & ~fill_lanes});
+    }
+    std::byte* const limit = out + n * sizeof(T);
+    const std::span<const block_exceptions> exceptions(s.exceptions);
+    const std::span<const T> sums(s.sums.get(), n);  // read at the exception lanes only
+    if (exception_section_bytes<T>(exceptions, n) > static_cast<std::size_t>(limit - cursor)) return std::nullopt;
+    return chunk::finish_chunk(exceptions, sums, out, cursor, limit);
   }
 
   /// Whether every code of the coded chunk at `blocks` (n values) is within the quantizer's range.
@@ -258,13 +373,13 @@ struct pipeline_add {
   template <floating_value T, class BlockQuantizer, class NewState>
   static std::size_t add_lanes(const BlockQuantizer& quantizer, const std::optional<T>& fill, const NewState& new_state,
                                std::span<const std::byte> a, std::span<const std::byte> b, std::size_t n, std::byte* out,
-                               chunk_sum_scratch<T>& s, std::size_t chunk_number) {
-    const chunk_kind kind_a = decode_lanes<T>(quantizer, fill, new_state, a, n, s.residuals_a.data(), s.values_a.data(),
-                                              s.lanes_a.data(), chunk_number);
-    const chunk_kind kind_b = decode_lanes<T>(quantizer, fill, new_state, b, n, s.residuals_b.data(), s.values_b.data(),
-                                              s.lanes_b.data(), chunk_number);
+                               chunk_sum_buffers<T>& s, std::size_t chunk_number) {
+    const chunk_kind kind_a = decode_lanes<T>(quantizer, fill, new_state, a, n, s.residuals_a.get(), s.values_a.get(),
+                                              s.lanes_a.get(), chunk_number);
+    const chunk_kind kind_b = decode_lanes<T>(quantizer, fill, new_state, b, n, s.residuals_b.get(), s.values_b.get(),
+                                              s.lanes_b.get(), chunk_number);
     for (std::size_t i = 0; i < n; ++i) s.sums[i] = lane_sum(s.values_a[i], s.values_b[i]);
-    const std::span<const T> sums(s.sums.data(), n);
+    const std::span<const T> sums(s.sums.get(), n);
     if (kind_a == chunk_kind::verbatim || kind_b == chunk_kind::verbatim) return chunk::write_verbatim(sums, out);
 
     const std::size_t blocks = (n + block_values - 1) / block_values;
@@ -274,7 +389,7 @@ struct pipeline_add {
     const bool has_fill = fill.has_value();
     const bits_of<T> fill_bits = std::bit_cast<bits_of<T>>(fill.value_or(T(0)));
     for (std::size_t k = 0; k < blocks; ++k) {
-      std::uint32_t* residuals = s.residuals_sum.data() + k * block_values;
+      std::uint32_t* residuals = s.residuals_sum.get() + k * block_values;
       for (std::size_t j = 0; j < block_values; ++j) {
         residuals[j] = s.residuals_a[k * block_values + j] + s.residuals_b[k * block_values + j];
       }
@@ -294,7 +409,7 @@ struct pipeline_add {
     std::byte* const limit = out + n * sizeof(T);
     std::byte* cursor = out + 1;
     for (std::size_t k = 0; k < blocks; ++k) {
-      const auto* residuals = reinterpret_cast<const std::int32_t*>(s.residuals_sum.data() + k * block_values);
+      const auto* residuals = reinterpret_cast<const std::int32_t*>(s.residuals_sum.get() + k * block_values);
       std::byte aside[E::max_block_bytes];
       const std::size_t size = E::encode_block(residuals, aside);
       if (size > static_cast<std::size_t>(limit - cursor)) return chunk::write_verbatim(sums, out);
