@@ -304,6 +304,8 @@ struct Interpolation {
   /// The quantizer of the codes runs at the stream's bound / code_scale: a code is a multiple of eb / 8,
   /// and a residual a bin of code_scale codes (2 eb).
   static constexpr unsigned code_scale = 16;
+  static constexpr unsigned code_scale_bits = 4;
+  static_assert(code_scale == 1u << code_scale_bits);
 
   /// Where a chunk lies in the grid: all a chunk's prediction needs.
   struct state {
@@ -321,9 +323,14 @@ struct Interpolation {
                             const Target& target) {
     const auto b = detail::interpolation_box::of_chunk(s.walk.grid, N, s.first, residuals.size());
     walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p) {
-      // |target - p| is below 2^26 for every lane the quantizer admits: r fits easily.
-      const double r = std::nearbyint((target(i) - static_cast<double>(p)) / code_scale);
-      const auto code_r = static_cast<std::int64_t>(r);
+      // r = round((t - p) / code_scale), halves up, in integers: with p an integer,
+      // floor((t - p) / code_scale + 1/2) = floor((floor(t + code_scale/2) - p) / code_scale), a
+      // subtraction and a shift. Only those two depend on the previous reconstruction, so the chain from
+      // point to point (Lorenzo's walk is one long chain) is two integer operations, where rounding
+      // t - p in double put a conversion, a subtraction and a rounding on it. t - p is below 2^26 for
+      // every lane the quantizer admits.
+      const auto shifted = static_cast<std::int64_t>(std::floor(target(i) + 0.5 * code_scale));
+      const std::int64_t code_r = (shifted - p) >> code_scale_bits;
       recon[i] = static_cast<std::uint32_t>(p + std::int64_t{code_scale} * code_r);
       residuals[i] = static_cast<std::int32_t>(code_r);
     });
