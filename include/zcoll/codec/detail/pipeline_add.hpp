@@ -4,22 +4,28 @@
 /// in the integer codes, modulo 2^32 as they compute, so the residuals of a sum of codes are the sums of
 /// the residuals. A chunk pair is added in one of two ways:
 ///
-/// - **block by block** (both chunks coded without exceptions, the usual case): each block pair is added
-///   in its encoded form where the encoder can (BitShuffle adds on the bit planes,
-///   encode/detail/bitshuffle_block_sum.hpp), else its residuals are decoded, added and encoded again;
-///   a block whose residuals are all zero (one byte with BitShuffle) is not read at all: the other block
-///   is copied (hZCCL's shortcut). Nothing is predicted
-///   back or dequantized. The codes of the sum must stay within the quantizer's code range: a code is a
-///   sum of residuals of its chunk (Lorenzo's inverse is a prefix sum over the values before it, in every
-///   dimension, with 0 outside the chunk; without prediction a code is its residual), so the sum of the
-///   residual magnitudes bounds every code; only when that bound passes the range are the codes computed
-///   and checked.
-/// - **lane by lane** (otherwise): both chunks are decoded to values as the decoder does, keeping their
-///   residuals and exception lanes. Lanes that were exceptions in either chunk, and lanes whose summed code
-///   leaves the code range, become exceptions of the sum holding what decompress-then-add gives for them
-///   (a + b in T, a NaN as the canonical quiet NaN, so that a + b and b + a are the same bytes; a sum equal
-///   to the fill value is a fill lane, any other an outlier). A chunk stored verbatim in either stream, or a
-///   sum whose coded form would not be smaller than its values, is stored verbatim as the sums a + b.
+/// - **block by block** (both chunks coded, with or without exceptions: the usual case): each block pair
+///   is added in its encoded form where the encoder can (BitShuffle adds on the bit planes,
+///   encode/detail/bitshuffle_block_sum.hpp), else its residuals are decoded, added and encoded again; a
+///   block whose residuals are all zero (one byte with BitShuffle) is not read at all: the other block is
+///   copied (hZCCL's shortcut). Nothing is predicted back or dequantized. The codes of the sum must stay
+///   within the quantizer's code range: a code is a sum of residuals of its chunk (Lorenzo's inverse is a
+///   prefix sum over the values before it, in every dimension, with 0 outside the chunk; without
+///   prediction a code is its residual), so the sum of the residual magnitudes bounds every code; only
+///   when that bound passes the range are the codes computed and checked. When either chunk has
+///   exception lanes (fill values, outliers, and the float-rounding misses of fields whose values are
+///   large against the bound), the blocks up to the last such lane are decoded to codes, the blocks
+///   holding one are dequantized, and those lanes become the sum's exceptions as below.
+/// - **lane by lane** (a chunk stored verbatim in either stream, a summed code out of range, or a coded
+///   form with its exceptions not smaller than the values): both chunks are decoded to values as the
+///   decoder does, keeping their residuals and exception lanes.
+///
+/// Lanes that were exceptions in either chunk, and lanes whose summed code leaves the code range, become
+/// exceptions of the sum holding what decompress-then-add gives for them (a + b in T, a NaN as the
+/// canonical quiet NaN, so that a + b and b + a are the same bytes; a sum equal to the fill value is a fill
+/// lane, any other an outlier); both ways write the same bytes for them. A chunk stored verbatim in either
+/// stream, or a sum whose coded form would not be smaller than its values, is stored verbatim as the sums
+/// a + b.
 ///
 /// Either way the coded lanes of the sum decode to float(qa + qb) · 2eb: one rounding, where decompressing
 /// both and adding rounds three times.
