@@ -322,18 +322,32 @@ struct Interpolation {
   static void forward_chunk(const state& s, std::span<std::int32_t> residuals, std::span<std::uint32_t> recon,
                             const Target& target) {
     const auto b = detail::interpolation_box::of_chunk(s.walk.grid, N, s.first, residuals.size());
-    walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p) {
-      // r = round((t - p) / code_scale), halves up, in integers: with p an integer,
-      // floor((t - p) / code_scale + 1/2) = floor((floor(t + code_scale/2) - p) / code_scale), a
-      // subtraction and a shift. Only those two depend on the previous reconstruction, so the chain from
-      // point to point (Lorenzo's walk is one long chain) is two integer operations, where rounding
-      // t - p in double put a conversion, a subtraction and a rounding on it. t - p is below 2^26 for
-      // every lane the quantizer admits.
-      const auto shifted = static_cast<std::int64_t>(std::floor(target(i) + 0.5 * code_scale));
-      const std::int64_t code_r = (shifted - p) >> code_scale_bits;
+    const auto store = [&](std::size_t i, std::int64_t p, std::int64_t code_r) {
       recon[i] = static_cast<std::uint32_t>(p + std::int64_t{code_scale} * code_r);
       residuals[i] = static_cast<std::int32_t>(code_r);
-    });
+    };
+    // Both forms give r = nearbyint((t - p) / code_scale) (halves to even), tie for tie, for |t - p|
+    // below 2^26, as every lane the quantizer admits is.
+    if (s.walk.method == prediction_method::lorenzo) {
+      // Lorenzo's walk is one dependency chain across the chunk (each prediction reads the point just
+      // reconstructed), so the rounding is done in integers with only a few operations on the chain. Off
+      // it: t in half steps, h = 2 floor(t) + (1 if t has a fraction). On it: m = h - 2p (t - p in half
+      // steps, odd when it has a fraction) and r = floor((m + code_scale - 1 + ((m | m / 2 code_scale) & 1))
+      // / 2 code_scale): with a fraction no tie is possible and that rounds half up; without one, the
+      // parity of m / 2 code_scale moves an exact half to the even side.
+      walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p) {
+        const double t = target(i);
+        const double whole = std::floor(t);
+        const std::int64_t m = 2 * static_cast<std::int64_t>(whole) + (t != whole ? 1 : 0) - 2 * p;
+        store(i, p, (m + (code_scale - 1) + ((m | (m >> (code_scale_bits + 1))) & 1)) >> (code_scale_bits + 1));
+      });
+    } else {
+      // The interpolation walks predict a level's points from earlier levels, independent of each other:
+      // there fewer operations a point count, and rounding in double takes fewer.
+      walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p) {
+        store(i, p, static_cast<std::int64_t>(std::nearbyint((target(i) - static_cast<double>(p)) / code_scale)));
+      });
+    }
   }
 
   /// The chunk's residuals back into the encoder's reconstructions (fine codes), in place.
