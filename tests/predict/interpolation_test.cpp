@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -140,6 +141,48 @@ TEST_CASE("Interpolation: predictions are exact on linear data, cubic ones on cu
   const auto with_cubic = count_nonzero(residuals_of({.grid = grid, .cubic_levels = ~0u}, cubic));
   const auto linear_only = count_nonzero(residuals_of({.grid = grid, .cubic_levels = 0}, cubic));
   CHECK(with_cubic * 4 < linear_only);
+}
+
+TEST_CASE("Interpolation: Lorenzo's walk rounds each residual as nearbyint does, exact halves to even",
+          "[predict][interpolation]") {
+  // The walk rounds in integers (predict/interpolation.hpp); the reference is nearbyint((t - p) / 16) in
+  // double. On a 1-D grid Lorenzo predicts point i from the reconstruction of point i - 1, so the target
+  // can be chosen from that prediction: exact halves of either parity and sign, values a hair off a half,
+  // whole and fractional targets far from the prediction.
+  using I = zcoll::predict::Interpolation<1>;
+  const std::size_t n = 20000;
+  std::mt19937_64 rng(zcoll_test::seed);
+  std::vector<std::int32_t> residuals(n);
+  std::vector<std::uint32_t> recon(n);
+  std::vector<double> targets(n), predictions(n);
+  const interpolation_parameters p{.method = prediction_method::lorenzo};
+  I::forward_chunk(I::state(p, 0, n), std::span(residuals), std::span(recon), [&](std::size_t i) {
+    const double prediction = i == 0 ? 0.0 : static_cast<double>(static_cast<std::int32_t>(recon[i - 1]));
+    const auto k = static_cast<double>(static_cast<std::int64_t>(rng() % 4001) - 2000);
+    const double sign = rng() % 2 ? 1.0 : -1.0;
+    double t = prediction;
+    switch (i % 5) {
+      case 0: t += 16.0 * k + sign * 8.0; break;                           // an exact half
+      case 1: t += 16.0 * k + sign * 8.0 + sign * std::ldexp(1.0, -20); break;  // just beyond one
+      case 2: t += 16.0 * k + sign * 8.0 - sign * std::ldexp(1.0, -20); break;  // just short of one
+      case 3: t += static_cast<double>(static_cast<std::int64_t>(rng() % (1u << 25)) - (1 << 24)); break;
+      default: t += std::ldexp(static_cast<double>(rng() % (1u << 30)), -6) - (1 << 23); break;
+    }
+    predictions[i] = prediction;
+    targets[i] = t;
+    return t;
+  });
+  std::size_t ties = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double quotient = (targets[i] - predictions[i]) / 16.0;
+    ties += quotient - std::floor(quotient) == 0.5;
+    const double expected = std::nearbyint(quotient);
+    if (static_cast<double>(residuals[i]) != expected) {
+      FAIL("point " << i << ": target " << targets[i] << ", prediction " << predictions[i] << ", residual "
+                    << residuals[i] << ", nearbyint gives " << expected);
+    }
+  }
+  CHECK(ties >= n / 5);  // the exact halves were reached (both parities: k spans odd and even)
 }
 
 TEST_CASE("Interpolation: parameters round-trip and damaged ones are format errors", "[predict][interpolation]") {
