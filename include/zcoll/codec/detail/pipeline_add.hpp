@@ -362,16 +362,8 @@ struct pipeline_add {
       quantizer.dequantize(codes, tail, count);
       std::copy_n(tail, count, values + first);
     }
-    if (kind == chunk_kind::coded_with_exceptions) {
-      const auto read = apply_exception_section(c.data() + offset, c.size() - offset, fill.has_value(),
-                                                fill.value_or(T(0)), values, n,
-                                                [&](std::size_t block, block_mask f, block_mask o) { lanes[block] = f | o; });
-      if (read.fault != exception_fault::none) {
-        throw format_error(where() + "exception section, entry " + std::to_string(read.entry) + ": " + to_string(read.fault));
-      }
-      offset += read.bytes;
-    }
-    if (offset != c.size()) throw format_error(where() + "bytes left after the exception section");
+    if (kind == chunk_kind::coded && offset != c.size()) throw format_error(where() + "bytes left after the last block");
+    read_exception_lanes<T>(fill, c, offset, n, values, lanes, chunk_number);
     return kind;
   }
 
