@@ -12,7 +12,9 @@
 #include <utility>
 
 #include "zcoll/codec/add.cuh"
+#include "zcoll/codec/cast.cuh"
 #include "zcoll/codec/pipeline.cuh"
+#include "zcoll/codec/rowwise.cuh"
 #include "zcoll/codec/presets.hpp"
 #include "zcoll/codec/registry.hpp"
 
@@ -112,8 +114,12 @@ template <class Codec, class T>
 cuda_batch_result measure_codec_batch(const zcoll::codec_config& config, std::span<const T> values, std::size_t blocks,
                                       unsigned repeat) {
   const Codec codec(config);
+  // Blocks of whole rows for the row-wise quantizers.
+  std::size_t unit = 1;
+  if constexpr (requires { codec.dim(); }) unit = codec.dim();
+  const std::size_t units = values.size() / unit;
   std::vector<std::size_t> counts(blocks);
-  for (std::size_t b = 0; b < blocks; ++b) counts[b] = values.size() * (b + 1) / blocks - values.size() * b / blocks;
+  for (std::size_t b = 0; b < blocks; ++b) counts[b] = (units * (b + 1) / blocks - units * b / blocks) * unit;
   const zcoll::exec::Cuda exec{};
   const auto d_values = to_device(values);
   device_buffer d_out(zcoll::batch_max_compressed_size<T>(codec, counts));
@@ -194,11 +200,10 @@ cuda_add_result measure_codec_add(const zcoll::codec_config& config, std::span<c
   return result;
 }
 
-/// Calls fn.template operator()<Codec>() for the registered codec named `name` (zcoll/codec/registry.hpp)
-/// if the registry marks it for the device. Only FZLight is: every pipeline the CUDA driver takes costs
-/// this file 16 kernels of nvcc time (2 types x 4 team sizes x 2 directions), and the others
-/// (linear-bitshuffle, lorenzo-raw) differ in the per-block math alone, which the host benchmark measures.
-/// The registered codecs marked for the device.
+/// The registered codecs marked for the device (zcoll/codec/registry.hpp): FZLight, the row-wise
+/// quantizers and the casts. The other pipelines the CUDA driver takes (linear-bitshuffle, lorenzo-raw)
+/// are not: each costs this file 16 kernels of nvcc time (2 types x 4 team sizes x 2 directions), and they
+/// differ from FZLight in the per-block math alone, which the host benchmark measures.
 std::vector<std::string> device_codec_names() {
   std::vector<std::string> names;
   zcoll::for_each_registered_codec([&]<class Entry>() {

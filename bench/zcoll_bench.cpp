@@ -169,8 +169,8 @@ reference rows (off by default; one thread, whatever --threads):
                         Rows of a library the build did not find (liblz4, libzstd, libblosc, libzfp, SZ3,
                         SZp) are left out, with a note.
 run:
-  --device host|cuda    where the codecs run (default host). cuda: fzlight on the first GPU, data and
-                        buffers in device memory, GB/s from CUDA events, beside a device-to-device
+  --device host|cuda    where the codecs run (default host). cuda: fzlight, int8/int4/int2, fp16, bf16,
+                        fp8-e4m3, fp8-e5m2 on the first GPU, data and buffers in device memory, GB/s from CUDA events, beside a device-to-device
                         cudaMemcpy of the same buffer; needs a zcoll-bench built with CUDA
   --blocks N            with --device cuda: also cut the data into N blocks (an all-to-all's
                         per-destination blocks) and time compressing them in one launch into one buffer
@@ -659,7 +659,8 @@ std::string number(double v, const char* format = "{:.4g}") {
 template <class T>
 row measure_on_device(const std::string& name, const options& o, const dataset<T>& data, const zcoll::bound& bound,
                       double memcpy_gb_per_s, std::vector<T>& restored) {
-  const zcoll::codec_config config{.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value};
+  const zcoll::codec_config config{.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value,
+                                   .shape = data.shape};
   auto result = zcoll_bench::cuda_measure<T>(name, config, std::span<const T>(data.values), o.repeat);
   restored = std::move(result.restored);
   const auto error = zcoll::measure_error<T>(data.values, restored, result.error_bound, zcoll::fill_bits_of<T>(o.fill_value));
@@ -677,7 +678,8 @@ void print_batch_table(const std::vector<std::string>& names, const options& o, 
   const double gb = static_cast<double>(data.values.size() * sizeof(T)) / 1e9;
   for (const auto& name : names) {
     for (const auto& bound : o.bounds) {
-      const zcoll::codec_config config{.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value};
+      const zcoll::codec_config config{.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value,
+                                       .shape = data.shape};
       const auto r = zcoll_bench::cuda_measure_batch<T>(name, config, std::span<const T>(data.values), o.blocks, o.repeat);
       fmt::print("{:<20} {:>12} {:>8.3f} {:>14.1f} {:>16.1f} {:>9.2f}\n", name, zcoll::to_string(bound),
                  gb * 1e9 / static_cast<double>(r.compressed_bytes), gb / r.one_launch_s, gb / r.launch_per_block_s,

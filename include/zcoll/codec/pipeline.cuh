@@ -42,6 +42,7 @@
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.cuh"
+#include "zcoll/quantize/rowwise.hpp"  // the row-wise drivers' faults, which describe() words
 
 namespace zcoll::cuda {
 
@@ -50,6 +51,15 @@ namespace detail {
 using zcoll::detail::placement;
 using tile_state = cub::ScanTileState<placement>;
 static_assert(sizeof(cub::Uninitialized<placement>) == 24, "max_batch_tiles assumes 24-byte tile states");
+
+/// Records `f` as the launch's fault unless another was recorded first.
+__device__ inline void report_fault(zcoll::detail::decode_fault* record, const zcoll::detail::decode_fault& f) {
+  if (atomicCAS(&record->code, 0u, f.code) == 0u) {
+    record->stream = f.stream;
+    record->chunk = f.chunk;
+    record->detail = f.detail;
+  }
+}
 
 /// The team of codec/detail/pipeline_tile.hpp as a CUDA block: one thread per 32-value block.
 template <unsigned Threads>
@@ -106,13 +116,7 @@ class block_team {
     return shared_.tile_before;
   }
 
-  __device__ void report(const zcoll::detail::decode_fault& f) {
-    if (atomicCAS(&fault_->code, 0u, f.code) == 0u) {
-      fault_->stream = f.stream;
-      fault_->chunk = f.chunk;
-      fault_->detail = f.detail;
-    }
-  }
+  __device__ void report(const zcoll::detail::decode_fault& f) { report_fault(fault_, f); }
 
  private:
   template <class V>
@@ -250,6 +254,17 @@ inline void check_workspace(const char* caller, std::span<const std::byte> works
   }
 }
 
+/// decompress_batch refuses to decode in place: tiles read their stream's header and index while others
+/// write values, so overlapping buffers would race.
+template <floating_value T>
+void check_apart(std::span<const std::byte> in, std::span<const T> values) {
+  const auto* values_begin = reinterpret_cast<const std::byte*>(values.data());
+  const auto* values_end = values_begin + values.size() * sizeof(T);
+  if (values_begin < in.data() + in.size() && in.data() < values_end) {
+    throw argument_error("decompress_batch: values overlap `in`; decompress into a separate buffer");
+  }
+}
+
 }  // namespace detail
 
 /// Where the compressed batch is, in the workspace (device memory): per stream its offset in the output
@@ -301,6 +316,15 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
       return where + "exception section at byte " + std::to_string(f.detail >> 8) + ": " +
              zcoll::detail::to_string(static_cast<zcoll::detail::exception_fault>(f.detail & 0xFF));
     case code::bytes_left: return where + std::to_string(f.detail) + " bytes left after the last block";
+    case code::not_unchunked: return where + "the stream declares chunks or a fill value; this codec writes neither";
+    case code::wrong_body_length: return where + "a body of " + std::to_string(f.detail) + " bytes does not hold the stream's values";
+    case code::bad_row:
+      return "stream " + std::to_string(f.stream) + ", row " + std::to_string(f.detail) + ": " +
+             quantize::detail::to_string(static_cast<quantize::detail::stored_row_fault>(f.chunk));
+    case code::unrepresentable_row:
+      return "stream " + std::to_string(f.stream) + ", row " + std::to_string(f.detail) + " cannot be held by the fused row-wise layout: " +
+             quantize::detail::to_string(static_cast<quantize::detail::row_fault>(f.chunk));
+    case code::wrong_row_bound: return "stream " + std::to_string(f.stream) + ": the header's error bound is not the rows' largest bound";
     case code::streams_differ:
       return std::string("add: the streams differ in ") +
              (f.detail == static_cast<std::uint64_t>(zcoll::detail::streams_differ_in::error_bound)
@@ -310,15 +334,26 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
   return where + "unknown fault " + std::to_string(f.code);
 }
 
+namespace detail {
+
+/// Waits for `exec`'s stream and reads the fault record of the last launch into `workspace`.
+inline zcoll::detail::decode_fault read_fault(const char* caller, const exec::Cuda& exec, std::span<const std::byte> workspace,
+                                              std::size_t streams) {
+  const workspace_layout w(1, streams);
+  check_workspace(caller, workspace, w.tile_states_at);
+  zcoll::detail::decode_fault fault;
+  check_call(cudaMemcpyAsync(&fault, workspace.data() + w.fault_at, sizeof fault, cudaMemcpyDeviceToHost, exec.stream),
+             (std::string(caller) + ": reading the fault record").c_str());
+  check_call(cudaStreamSynchronize(exec.stream), (std::string(caller) + ": waiting for the stream").c_str());
+  return fault;
+}
+
+}  // namespace detail
+
 /// Waits for `exec`'s stream and raises format_error when the last decompress_batch into `workspace`
 /// met a stream it could not decode (the first fault of the launch).
 inline void check_decoded(const exec::Cuda& exec, std::span<const std::byte> workspace, std::size_t streams) {
-  const detail::workspace_layout w(1, streams);
-  detail::check_workspace("check_decoded", workspace, w.tile_states_at);
-  zcoll::detail::decode_fault fault;
-  check_call(cudaMemcpyAsync(&fault, workspace.data() + w.fault_at, sizeof fault, cudaMemcpyDeviceToHost, exec.stream),
-             "check_decoded: reading the fault record");
-  check_call(cudaStreamSynchronize(exec.stream), "check_decoded: waiting for the stream");
+  const zcoll::detail::decode_fault fault = detail::read_fault("check_decoded", exec, workspace, streams);
   if (fault.code != 0) throw format_error(describe(fault));
 }
 
@@ -402,12 +437,7 @@ void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, st
   const cd::workspace_layout w(job.layout.tiles(), job.layout.streams);
   cd::check_workspace("decompress_batch", workspace, w.bytes);
   const std::uint64_t total_values = detail::batch_values("decompress_batch", counts, values.size());
-  // Each tile reads its stream's header and index while others write values: in place would race.
-  const auto* values_begin = reinterpret_cast<const std::byte*>(values.data());
-  const auto* values_end = values_begin + total_values * sizeof(T);
-  if (values_begin < in.data() + in.size() && in.data() < values_end) {
-    throw argument_error("decompress_batch: values overlap `in`; decompress into a separate buffer");
-  }
+  cd::check_apart(in, std::span<const T>(values.data(), total_values));
   job.in = in.data();
   job.values = values.data();
   auto* fault = reinterpret_cast<detail::decode_fault*>(workspace.data() + w.fault_at);
@@ -423,18 +453,20 @@ void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, st
   cuda::check_call(cudaGetLastError(), "decompress_batch: decompression kernel");
 }
 
-/// One stream: compress_batch of one. Its size stays on the device: cuda::results_of(workspace, 1).
-template <class Q, class P, class E, floating_value T>
-void compress(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const T> values,
-              std::span<std::byte> out, std::span<std::byte> workspace) {
+/// One stream: compress_batch of one, for every codec with a CUDA driver (this file's pipelines,
+/// codec/cast.cuh, codec/rowwise.cuh). Its size stays on the device: cuda::results_of(workspace, 1).
+template <codec C, floating_value T>
+void compress(const exec::Cuda& exec, const C& codec, std::span<const T> values, std::span<std::byte> out,
+              std::span<std::byte> workspace) {
   const std::size_t counts[] = {values.size()};
   compress_batch(exec, codec, values, std::span<const std::size_t>(counts), out, workspace);
 }
 
-/// One stream, all of `in`: decompress_batch of one; a fault is reported by cuda::check_decoded(.., 1).
-template <class Q, class P, class E, floating_value T>
-void decompress(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const std::byte> in,
-                std::span<T> values, std::span<std::byte> workspace) {
+/// One stream, all of `in`: decompress_batch of one, for every codec with a CUDA driver; a fault is
+/// reported by cuda::check_decoded(.., 1).
+template <codec C, floating_value T>
+void decompress(const exec::Cuda& exec, const C& codec, std::span<const std::byte> in, std::span<T> values,
+                std::span<std::byte> workspace) {
   const std::size_t counts[] = {values.size()};
   const std::uint64_t offset[] = {0}, bytes[] = {in.size()};
   decompress_batch(exec, codec, in, std::span<const std::uint64_t>(offset), std::span<const std::uint64_t>(bytes), values,

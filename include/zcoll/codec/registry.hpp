@@ -50,7 +50,7 @@ enum class collective_use : std::uint8_t {
 struct codec_traits {
   codec_input input = codec_input::values;
   collective_use collective = collective_use::none;
-  bool device = false;  ///< the CUDA driver (codec/pipeline.cuh) runs it in the CUDA benchmark
+  bool device = false;  ///< a CUDA driver (codec/pipeline.cuh, rowwise.cuh, cast.cuh) runs it in the CUDA benchmark
 };
 
 /// A string literal as a template argument: the registered name.
@@ -77,7 +77,9 @@ struct codec_list {
 namespace registry_traits {
 inline constexpr codec_traits on_rows{.input = codec_input::rows};
 inline constexpr codec_traits collective{.collective = collective_use::every};
-inline constexpr codec_traits collective_on_rows{.input = codec_input::rows, .collective = collective_use::every};
+inline constexpr codec_traits collective_on_rows_device{.input = codec_input::rows, .collective = collective_use::every, .device = true};
+inline constexpr codec_traits on_rows_device{.input = codec_input::rows, .device = true};
+inline constexpr codec_traits device{.device = true};
 }  // namespace registry_traits
 
 // The ablation pipelines of zcoll-bench: fZ-light without prediction, and without bit-plane coding.
@@ -95,19 +97,19 @@ using codec_registry = codec_list<
     registered_codec<EmbeddingHuffman, "embedding-huffman">,
     registered_codec<EmbeddingHybrid, "embedding-hybrid",
                      codec_traits{.input = codec_input::rows, .collective = collective_use::alltoall}>,
-    registered_codec<Int8, "int8", registry_traits::collective_on_rows>,
-    registered_codec<Int4, "int4", registry_traits::collective_on_rows>,
-    registered_codec<Int2, "int2", registry_traits::on_rows>,
+    registered_codec<Int8, "int8", registry_traits::collective_on_rows_device>,
+    registered_codec<Int4, "int4", registry_traits::collective_on_rows_device>,
+    registered_codec<Int2, "int2", registry_traits::on_rows_device>,
     registered_codec<HighRatio<1>, "highratio-1d">,
     registered_codec<HighRatio<2>, "highratio-2d">,
     registered_codec<HighRatio<3>, "highratio-3d">,
     registered_codec<LorenzoHuffman<2>, "lorenzo2d-huffman">,
     registered_codec<LorenzoHuffman<3>, "lorenzo3d-huffman">,
     registered_codec<TopK, "topk">,
-    registered_codec<FP16, "fp16">,
-    registered_codec<BF16, "bf16">,
-    registered_codec<FP8E4M3, "fp8-e4m3">,
-    registered_codec<FP8E5M2, "fp8-e5m2">>;
+    registered_codec<FP16, "fp16", registry_traits::device>,
+    registered_codec<BF16, "bf16", registry_traits::device>,
+    registered_codec<FP8E4M3, "fp8-e4m3", registry_traits::device>,
+    registered_codec<FP8E5M2, "fp8-e5m2", registry_traits::device>>;
 
 namespace detail {
 

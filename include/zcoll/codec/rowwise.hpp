@@ -209,28 +209,14 @@ class RowwiseQuantized : public span_codec<RowwiseQuantized<Bits>> {
     return s;
   }
 
-  /// Checks a row's scale, bias and padding bits as the encoder writes them.
+  /// Checks a row's scale, bias and padding bits as the encoder writes them (the check the device
+  /// decoder makes too, quantize::detail::check_stored_row).
   static void check_row(const std::byte* row, std::size_t dim, const quantize::detail::row_scale_bias& sb,
                         std::size_t r) {
-    const auto where = [&] { return "row " + std::to_string(r) + ": "; };
-    if (!std::isfinite(sb.scale) || std::signbit(sb.scale)) {
-      throw format_error(where() + "scale " + std::to_string(sb.scale) + " is not finite and >= 0");
-    }
-    if (!std::isfinite(sb.bias)) throw format_error(where() + "bias " + std::to_string(sb.bias) + " is not finite");
-    if constexpr (Bits == 8) {
-      if ((sb.scale_bits & 0xFFu) != 0) {
-        throw format_error(where() + "scale " + std::to_string(sb.scale) +
-                           " has more than 16 significant bits (the encoder keeps code x scale exact)");
-      }
-      if (255.0 * sb.scale + std::max(static_cast<double>(sb.bias), 0.0) > std::numeric_limits<float>::max()) {
-        throw format_error(where() + "255 x scale + bias exceeds FLT_MAX");
-      }
-    } else {
-      const std::size_t used = dim % layout::codes_per_byte;
-      if (used != 0) {
-        const auto last = static_cast<unsigned>(row[layout::code_bytes(dim) - 1]);
-        if ((last >> (used * Bits)) != 0) throw format_error(where() + "unused bits of the last code byte are set");
-      }
+    const auto fault = quantize::detail::check_stored_row<Bits>(row, dim, sb);
+    if (fault != quantize::detail::stored_row_fault::none) {
+      throw format_error("row " + std::to_string(r) + ": " + quantize::detail::to_string(fault) + " (scale " +
+                         std::to_string(sb.scale) + ", bias " + std::to_string(sb.bias) + ")");
     }
   }
 

@@ -194,19 +194,19 @@ ZCOLL_ALWAYS_INLINE constexpr std::uint32_t decode_bits(typename Format::storage
 inline constexpr std::uint16_t half_infinity_bits = 0x7C00;
 
 /// floor(log2 v) for a positive normal double; -1023 for subnormals (callers clamp it).
-inline int binary_exponent(double v) {
+ZCOLL_HOST_DEVICE inline int binary_exponent(double v) {
   return static_cast<int>((std::bit_cast<std::uint64_t>(v) >> 52) & 0x7FF) - 1023;
 }
 
 /// k rounded up (up) or down to an integer, for 0 <= k < 2^52. (A signed conversion: one instruction,
 /// where an unsigned one needs a branch without AVX-512.)
-inline std::uint64_t round_integral(double k, bool up) {
+ZCOLL_HOST_DEVICE inline std::uint64_t round_integral(double k, bool up) {
   const auto t = static_cast<std::int64_t>(k);
   return static_cast<std::uint64_t>(t + (up && static_cast<double>(t) < k ? 1 : 0));
 }
 
 /// The f16 bits of v >= 0 rounded up or down to f16; rounding up past 65504 gives the infinity bits.
-inline std::uint16_t half_bits_toward(double v, bool up) {
+ZCOLL_HOST_DEVICE inline std::uint16_t half_bits_toward(double v, bool up) {
   if (v == 0.0) return 0;
   const int e = binary_exponent(v);
   if (e > 15) return up ? half_infinity_bits : static_cast<std::uint16_t>(half_infinity_bits - 1);
@@ -218,7 +218,7 @@ inline std::uint16_t half_bits_toward(double v, bool up) {
 }
 
 /// The largest f16 <= v (finite v); -Inf bits (0xFC00) below -65504. Zero is +0.
-inline std::uint16_t half_bits_round_down(double v) {
+ZCOLL_HOST_DEVICE inline std::uint16_t half_bits_round_down(double v) {
   if (v >= 0.0) return half_bits_toward(v, false);
   return static_cast<std::uint16_t>(0x8000u | half_bits_toward(-v, true));
 }
@@ -227,7 +227,7 @@ inline std::uint16_t half_bits_round_down(double v) {
 /// dequantizer's two conversions a row, where the common normal code takes three operations: measured
 /// there, decode_bits' branch-free fold (made for vectorised loops) cost Int4 decompression about 5 % on
 /// f32 rows, and F16C's vcvtph2ps about 15 % on f64 rows.
-inline float half_to_float(std::uint16_t h) {
+ZCOLL_HOST_DEVICE inline float half_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   const std::uint32_t exponent = (h >> 10) & 0x1Fu, mantissa = h & 0x3FFu;
   std::uint32_t magnitude;

@@ -345,6 +345,38 @@ void decode_bytes(std::span<const std::byte> in, std::span<double> out) {
   cast_detail::decode_values<Format>(in.data(), out.data(), out.size());
 }
 
+/// rounding_error_bound for a largest_magnitude that is not NaN, on either side: the CUDA cast driver
+/// (codec/cast.cuh) writes its stream headers with it on the device, so both sides state the same bound.
+template <class Format, floating_value T>
+ZCOLL_HOST_DEVICE constexpr double rounding_error_bound_of_magnitude(T largest_magnitude) {
+  using bits = bits_of<T>;
+  const T magnitude = std::bit_cast<T>(static_cast<bits>(std::bit_cast<bits>(largest_magnitude) & ~(bits{1} << (8 * sizeof(T) - 1))));
+  const double m = static_cast<double>(magnitude);
+  if (m == 0.0) return 0.0;
+  if (Format::has_infinity &&
+      small_float::encode_bits<Format, T>(std::bit_cast<bits>(magnitude)) == Format::max_finite_code + 1) {
+    return std::numeric_limits<double>::infinity();
+  }
+  double bound = Format::min_subnormal / 2;
+  if (m >= Format::min_normal) {
+    // floor(log2 m) from the exponent field (m is a normal double here), capped at the format's top binade.
+    const int exponent = static_cast<int>((std::bit_cast<std::uint64_t>(m) >> 52) & 0x7FF) - 1023;
+    const int top = Format::max_exponent;  // a local: std::min's reference to the member is not device code
+    bound = small_float::power_of_two(std::min(exponent, top) - Format::mantissa_bits - 1);
+  }
+  if (!Format::has_infinity && m > Format::max_finite) {
+    // Saturated values are off by |x| - max finite: round that difference up (TwoSum gives its error).
+    const double a = m, b = -Format::max_finite;
+    const double difference = a + b;  // > 0: m exceeds max finite
+    const double b_part = difference - a;
+    const double error = (a - (difference - b_part)) + (b - b_part);  // (m - max) - difference, exactly
+    const double saturation =
+        error > 0.0 ? std::bit_cast<double>(std::bit_cast<std::uint64_t>(difference) + 1) : difference;  // next up
+    bound = std::max(bound, saturation);
+  }
+  return std::min(bound, m);
+}
+
 /// An upper bound on |x - decode(encode(x))| that holds for every finite x with |x| <= largest_magnitude:
 /// +Inf when such an x overflows to Inf; else half the spacing of the format's values in the binade of
 /// largest_magnitude (half the subnormal spacing below the normal range), or, for E4M3 saturation, the
@@ -352,30 +384,10 @@ void decode_bytes(std::span<const std::byte> in, std::span<double> out) {
 /// largest_magnitude itself (nearest rounding is never farther away than zero is).
 template <class Format, floating_value T>
 double rounding_error_bound(T largest_magnitude) {
-  const double m = std::abs(static_cast<double>(largest_magnitude));
-  if (std::isnan(m)) {
+  if (std::isnan(largest_magnitude)) {
     throw argument_error("rounding_error_bound: largest_magnitude is NaN; expected a magnitude >= 0");
   }
-  if (m == 0.0) return 0.0;
-  if (Format::has_infinity && (encode<Format>(std::abs(largest_magnitude)) == Format::max_finite_code + 1)) {
-    return std::numeric_limits<double>::infinity();
-  }
-  double bound = Format::min_subnormal / 2;
-  if (m >= Format::min_normal) {
-    const int binade = std::min(std::ilogb(m), Format::max_exponent);
-    bound = small_float::power_of_two(binade - Format::mantissa_bits - 1);
-  }
-  if (!Format::has_infinity && m > Format::max_finite) {
-    // Saturated values are off by |x| - max finite: round that difference up (TwoSum gives its error).
-    const double a = m, b = -Format::max_finite;
-    const double difference = a + b;
-    const double b_part = difference - a;
-    const double error = (a - (difference - b_part)) + (b - b_part);  // (m - max) - difference, exactly
-    const double saturation =
-        error > 0.0 ? std::nextafter(difference, std::numeric_limits<double>::infinity()) : difference;
-    bound = std::max(bound, saturation);
-  }
-  return std::min(bound, m);
+  return rounding_error_bound_of_magnitude<Format>(largest_magnitude);
 }
 
 }  // namespace zcoll::quantize

@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 
 namespace zcoll::quantize {
@@ -54,7 +55,7 @@ struct rowwise_parameters {
 /// bias B is within, after FBGEMM's (or dequantize_rows') float dequantization. 0 for S = 0, which
 /// quantize_rows writes only for rows whose every value equals B.
 template <int Bits>
-double row_error_bound(float scale, float bias) {
+ZCOLL_HOST_DEVICE double row_error_bound(float scale, float bias) {
   if (scale == 0.0f) return 0.0;
   const double s = scale, b = bias;
   const double top = b + s * rowwise_layout<Bits>::max_code;  // s × max_code is exact in double

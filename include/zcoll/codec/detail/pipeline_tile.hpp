@@ -25,7 +25,9 @@
 #include <string>
 
 #include "zcoll/codec/codec_id.hpp"
+#include "zcoll/codec/detail/decode_fault.hpp"
 #include "zcoll/codec/detail/exception_section.hpp"
+#include "zcoll/codec/detail/stream_batch.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/core/bits.hpp"
 #include "zcoll/core/checked_size.hpp"
@@ -41,9 +43,6 @@
 
 namespace zcoll::detail {
 
-/// Streams in one batch launch: the kernel parameters carry the batch's layout, so a launch needs no
-/// copy to the device first (4 KiB of parameters at most).
-inline constexpr std::uint32_t max_batch_streams = 64;
 /// The longest chunk a team covers: one thread per block, at most 1024 threads in a CUDA block.
 inline constexpr std::uint32_t max_team_chunk_values = 1024 * block_values;
 /// Tiles in one launch: CUB sizes its tile states as int × bytes per state (24 for a placement), so
@@ -401,39 +400,10 @@ ZCOLL_HOST_DEVICE void compress_tile(Team& team, const compress_job<T>& job, std
   write_chunk(team, plan, block, n, blocks, job.out + earlier.offset + prefix_bytes);
 }
 
-/// Why a device decoder refused a stream (codec/pipeline.cuh turns it into a format_error message).
-enum class decode_fault_code : std::uint32_t {
-  none = 0,
-  short_stream,        // shorter than its header and index
-  bad_header,          // the header does not parse (detail: the header_fault)
-  wrong_codec,         // codec id or value type
-  wrong_count,         // value count is not the output's
-  wrong_chunking,      // chunk length or count is not the codec's
-  bad_error_bound,     // not finite, or no quantizer step while chunks are coded
-  wrong_length,        // header + index + chunks is not the stream's length
-  bad_chunk_kind,
-  bad_verbatim_chunk,  // size is not 1 + the chunk's values
-  bad_block,           // a block header no encoder writes, or a block past the chunk's end
-  bad_exceptions,      // an exception section that does not parse (detail: exception_fault_detail)
-  bytes_left,          // bytes after the last block or exception entry
-  streams_differ,      // zcoll::add: the two streams differ in a setting (detail: streams_differ_in)
-};
-
-/// What a streams_differ fault's detail names.
-enum class streams_differ_in : std::uint64_t { error_bound = 1, fill_value = 2 };
-
 /// A bad_exceptions fault's detail: the section's byte in the chunk and the exception_fault.
 ZCOLL_HOST_DEVICE constexpr std::uint64_t exception_fault_detail(std::size_t at, exception_fault fault) {
   return std::uint64_t{at} << 8 | static_cast<std::uint8_t>(fault);
 }
-
-/// The first fault of a launch, as reported: which stream and chunk, and a detail (a byte count or tag).
-struct decode_fault {
-  std::uint32_t code = 0;
-  std::uint32_t stream = 0;
-  std::uint64_t chunk = 0;
-  std::uint64_t detail = 0;
-};
 
 /// A decompression launch: the streams at their offsets in `in`, the values out.
 template <floating_value T>

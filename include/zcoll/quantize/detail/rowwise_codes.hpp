@@ -35,11 +35,12 @@ namespace zcoll::quantize::detail {
 /// integer clamp only keeps that a fact. No libm call where SSE4.1 is missing, no floating-point select
 /// (which keeps GCC from vectorising under -ftrapping-math): the portable loops vectorize.
 template <int Bits, floating_value T>
-ZCOLL_ALWAYS_INLINE std::uint8_t code_of(T x, double bias, double scale) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::uint8_t code_of(T x, double bias, double scale) {
   constexpr double shift = 0x1p52;
   const double q = ((static_cast<double>(x) - bias) / scale + shift) - shift;
   const auto code = static_cast<std::uint32_t>(static_cast<std::int32_t>(q));
-  return static_cast<std::uint8_t>(std::min(code, rowwise_layout<Bits>::max_code));
+  constexpr std::uint32_t max_code = rowwise_layout<Bits>::max_code;  // a local: std::min binds a reference
+  return static_cast<std::uint8_t>(std::min(code, max_code));
 }
 
 /// What the code loops of one row need.
@@ -133,8 +134,8 @@ ZCOLL_ALWAYS_INLINE void store_packed32(__m256i codes, std::byte* out) {
 
 /// codes[0, n) for x[0, n), n < 32 (a row's tail). `estimate`: the float estimate is valid for this row.
 template <int Bits, floating_value T>
-ZCOLL_ALWAYS_INLINE void compute_codes(const T* ZCOLL_RESTRICT x, std::size_t n, const code_parameters& p,
-                                       bool estimate, std::uint8_t* ZCOLL_RESTRICT codes) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void compute_codes(const T* ZCOLL_RESTRICT x, std::size_t n, const code_parameters& p,
+                                                         bool estimate, std::uint8_t* ZCOLL_RESTRICT codes) {
   std::size_t i = 0;
 #if ZCOLL_HAS_AVX2
   for (; i + 8 <= n; i += 8) {
@@ -151,8 +152,8 @@ ZCOLL_ALWAYS_INLINE void compute_codes(const T* ZCOLL_RESTRICT x, std::size_t n,
 /// Packs codes[0, n) into ceil(n × Bits / 8) bytes, element 0 in the low bits of byte 0; unused high bits
 /// of the last byte are zero.
 template <int Bits>
-ZCOLL_ALWAYS_INLINE void pack_codes(const std::uint8_t* ZCOLL_RESTRICT codes, std::size_t n,
-                                    std::byte* ZCOLL_RESTRICT out) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void pack_codes(const std::uint8_t* ZCOLL_RESTRICT codes, std::size_t n,
+                                                      std::byte* ZCOLL_RESTRICT out) {
   if constexpr (Bits == 8) {
     std::memcpy(out, codes, n);
   } else {
@@ -191,7 +192,7 @@ ZCOLL_ALWAYS_INLINE void pack_codes(const std::uint8_t* ZCOLL_RESTRICT codes, st
 
 /// Writes scale and bias after a row's codes.
 template <int Bits>
-ZCOLL_ALWAYS_INLINE void store_scale_bias(const row_scale_bias& p, std::byte* out) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void store_scale_bias(const row_scale_bias& p, std::byte* out) {
   if constexpr (Bits == 8) {
     std::memcpy(out, &p.scale_bits, 4);
     std::memcpy(out + 4, &p.bias_bits, 4);
@@ -216,8 +217,8 @@ ZCOLL_ALWAYS_INLINE row_scale_bias scale_bias_of_row(const T* x, std::size_t dim
 
 /// Writes one row's codes, scale and bias (its row_bytes(dim) bytes).
 template <int Bits, floating_value T>
-ZCOLL_ALWAYS_INLINE void code_row(const T* ZCOLL_RESTRICT x, std::size_t dim, const row_scale_bias& sb,
-                                  std::byte* ZCOLL_RESTRICT out) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void code_row(const T* ZCOLL_RESTRICT x, std::size_t dim, const row_scale_bias& sb,
+                                                    std::byte* ZCOLL_RESTRICT out) {
   using layout = rowwise_layout<Bits>;
   const std::size_t code_bytes = layout::code_bytes(dim);
   store_scale_bias<Bits>(sb, out + code_bytes);
@@ -247,6 +248,15 @@ ZCOLL_ALWAYS_INLINE void code_row(const T* ZCOLL_RESTRICT x, std::size_t dim, co
     compute_codes<Bits, T>(x + i, n, p, estimate, codes);
     pack_codes<Bits>(codes, n, out + i / layout::codes_per_byte);
   }
+}
+
+/// Scale and bias of one row into `p` on either side (the portable path the host's F16C and 8-bit float
+/// paths agree with); the fault when the row cannot be quantized.
+template <int Bits, floating_value T>
+ZCOLL_HOST_DEVICE row_fault find_scale_bias(const T* x, std::size_t dim, row_scale_bias& p) {
+  const row_extent<T> extent = extent_of_row(x, dim);
+  if (!extent.finite) return row_fault::non_finite;
+  return choose_scale_bias_of<Bits>(extent.lo, extent.hi, p);
 }
 
 /// Rows whose scale and bias are chosen before any of them is coded. The choice is a chain of dependent

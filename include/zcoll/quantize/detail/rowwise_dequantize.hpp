@@ -29,7 +29,7 @@ namespace zcoll::quantize::detail {
 
 /// A row's scale and bias as stored, read from the bytes after its codes.
 template <int Bits>
-ZCOLL_ALWAYS_INLINE row_scale_bias load_scale_bias(const std::byte* at) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE row_scale_bias load_scale_bias(const std::byte* at) {
   row_scale_bias p;
   if constexpr (Bits == 8) {
     std::memcpy(&p.scale_bits, at, 4);
@@ -48,9 +48,54 @@ ZCOLL_ALWAYS_INLINE row_scale_bias load_scale_bias(const std::byte* at) {
   return p;
 }
 
+/// Why a stored row is not one the encoder writes (the decoder's checks, codec/rowwise.hpp).
+enum class stored_row_fault : std::uint8_t {
+  none = 0,
+  scale_not_finite_or_negative,
+  bias_not_finite,
+  scale_beyond_16_bits,  // 8 bits: the encoder keeps the low 8 mantissa bits of a scale zero
+  dequantize_overflow,   // 8 bits: 255 x scale + max(bias, 0) exceeds FLT_MAX
+  padding_bits_set,      // 4, 2 bits: unused high bits of the row's last code byte
+};
+
+inline const char* to_string(stored_row_fault fault) {
+  switch (fault) {
+    case stored_row_fault::none: return "none";
+    case stored_row_fault::scale_not_finite_or_negative: return "the scale is not finite and >= 0";
+    case stored_row_fault::bias_not_finite: return "the bias is not finite";
+    case stored_row_fault::scale_beyond_16_bits: return "the scale has more than 16 significant bits (the encoder keeps code x scale exact)";
+    case stored_row_fault::dequantize_overflow: return "255 x scale + bias exceeds FLT_MAX";
+    case stored_row_fault::padding_bits_set: return "unused bits of the last code byte are set";
+  }
+  return "unknown stored row fault";
+}
+
+/// Checks a stored row's scale, bias and padding bits against what the encoder writes, on either side.
+template <int Bits>
+ZCOLL_HOST_DEVICE stored_row_fault check_stored_row(const std::byte* row, std::size_t dim, const row_scale_bias& sb) {
+  constexpr float largest = std::numeric_limits<float>::max();
+  // Compares, not std::isfinite: the same on both sides, and NaN fails every one.
+  if (!(sb.scale >= 0.0f && sb.scale <= largest) || std::bit_cast<std::uint32_t>(sb.scale) >> 31 != 0) {
+    return stored_row_fault::scale_not_finite_or_negative;
+  }
+  if (!(sb.bias >= -largest && sb.bias <= largest)) return stored_row_fault::bias_not_finite;
+  if constexpr (Bits == 8) {
+    if ((sb.scale_bits & 0xFFu) != 0) return stored_row_fault::scale_beyond_16_bits;
+    const double bias = sb.bias;
+    if (255.0 * sb.scale + (bias > 0.0 ? bias : 0.0) > largest) return stored_row_fault::dequantize_overflow;
+  } else {
+    const std::size_t used = dim % rowwise_layout<Bits>::codes_per_byte;
+    if (used != 0) {
+      const auto last = static_cast<unsigned>(row[rowwise_layout<Bits>::code_bytes(dim) - 1]);
+      if ((last >> (used * Bits)) != 0) return stored_row_fault::padding_bits_set;
+    }
+  }
+  return stored_row_fault::none;
+}
+
 /// Code j of a row's packed codes.
 template <int Bits>
-ZCOLL_ALWAYS_INLINE unsigned code_at(const std::byte* codes, std::size_t j) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE unsigned code_at(const std::byte* codes, std::size_t j) {
   constexpr std::size_t per_byte = 8 / Bits;
   return (static_cast<unsigned>(codes[j / per_byte]) >> ((j % per_byte) * Bits)) & rowwise_layout<Bits>::max_code;
 }
@@ -97,8 +142,8 @@ ZCOLL_ALWAYS_INLINE void unpack32(const std::byte* packed, __m128i& first16, __m
 /// 16 significant bits (a buffer FBGEMM wrote) the product is inexact; the value is then the fused,
 /// once-rounded one (FBGEMM's AVX2 dequantizer), computed with std::fma.
 template <int Bits, floating_value T>
-void dequantize_row(const std::byte* ZCOLL_RESTRICT row, std::size_t dim, const row_scale_bias& sb,
-                    T* ZCOLL_RESTRICT out) {
+ZCOLL_HOST_DEVICE void dequantize_row(const std::byte* ZCOLL_RESTRICT row, std::size_t dim, const row_scale_bias& sb,
+                                      T* ZCOLL_RESTRICT out) {
   const float scale = sb.scale, bias = sb.bias;
   if (Bits == 8 && (sb.scale_bits & 0xFFu) != 0) {
     for (std::size_t j = 0; j < dim; ++j) {

@@ -33,7 +33,7 @@ inline constexpr std::uint32_t float_infinity_bits = 0x7F800000;
 
 /// The f32 bits of the smallest float with at most 16 significant bits (low 8 mantissa bits zero) that is
 /// >= v >= 0; the infinity bits when it exceeds FLT_MAX.
-inline std::uint32_t scale16_bits_round_up(double v) {
+ZCOLL_HOST_DEVICE inline std::uint32_t scale16_bits_round_up(double v) {
   if (v == 0.0) return 0;
   const int e = small_float::binary_exponent(v);
   if (e > 127) return float_infinity_bits;
@@ -45,7 +45,7 @@ inline std::uint32_t scale16_bits_round_up(double v) {
 }
 
 /// The largest float <= v (finite v), or -Inf below -FLT_MAX. Zero is +0.
-inline float float_round_down(double v) {
+ZCOLL_HOST_DEVICE inline float float_round_down(double v) {
   constexpr double largest = std::numeric_limits<float>::max();
   if (v < -largest) return -std::numeric_limits<float>::infinity();
   if (v > largest) return std::numeric_limits<float>::max();
@@ -60,7 +60,7 @@ inline float float_round_down(double v) {
 
 /// b + span >= hi exactly (no overflow in double): TwoSum gives b + span = h + l exactly, and a rounded h
 /// above (below) hi puts the exact sum above (below) it too.
-inline bool covers(double b, double span, double hi) {
+ZCOLL_HOST_DEVICE inline bool covers(double b, double span, double hi) {
   const double h = b + span;
   const double v = h - b;
   const double l = (b - (h - v)) + (span - v);
@@ -81,7 +81,7 @@ struct stored_format {
   static constexpr std::uint32_t infinity_bits = Bits == 8 ? float_infinity_bits : small_float::half_infinity_bits;
   static constexpr std::uint32_t step_bits = Bits == 8 ? 256 : 1;
 
-  static float value(std::uint32_t bits) {
+  ZCOLL_HOST_DEVICE static float value(std::uint32_t bits) {
     if constexpr (Bits == 8) {
       return std::bit_cast<float>(bits);
     } else {
@@ -89,7 +89,7 @@ struct stored_format {
     }
   }
   /// The smallest scale >= v >= 0, or infinity_bits.
-  static std::uint32_t scale_round_up(double v) {
+  ZCOLL_HOST_DEVICE static std::uint32_t scale_round_up(double v) {
     if constexpr (Bits == 8) {
       return scale16_bits_round_up(v);
     } else {
@@ -97,7 +97,7 @@ struct stored_format {
     }
   }
   /// The largest bias <= v: its bits (not finite below the format's range).
-  static std::uint32_t bias_round_down(double v) {
+  ZCOLL_HOST_DEVICE static std::uint32_t bias_round_down(double v) {
     if constexpr (Bits == 8) {
       return std::bit_cast<std::uint32_t>(float_round_down(v));
     } else {
@@ -106,39 +106,68 @@ struct stored_format {
   }
 };
 
-/// S and B for a row of finite values in [lo, hi] (header comment); argument_error naming `row` when the
-/// stored format cannot hold them.
+/// Why a row cannot be quantized: the layout has no code for it, or its scale or bias has no stored form.
+enum class row_fault : std::uint8_t {
+  none = 0,
+  non_finite,           // a NaN or ±Inf in the row
+  bias_below_f32,       // 8 bits: the minimum is below -FLT_MAX
+  bias_below_f16,       // 4, 2 bits: the minimum is below -65504
+  scale_beyond_f32,     // 8 bits: (max - min) / 255 exceeds FLT_MAX
+  scale_beyond_f16,     // 4, 2 bits: (max - bias) / (2^q - 1) exceeds 65504
+  dequantize_overflow,  // 8 bits: 255 x scale + bias exceeds FLT_MAX
+};
+
+/// Why, in words (the argument_error the host raises, the fault the device records).
+inline const char* to_string(row_fault fault) {
+  switch (fault) {
+    case row_fault::none: return "none";
+    case row_fault::non_finite: return "it holds NaN or ±Inf, for which the layout has no code";
+    case row_fault::bias_below_f32: return "its minimum is below -FLT_MAX (f32 bias)";
+    case row_fault::bias_below_f16: return "its minimum is below -65504, the lowest finite f16 bias";
+    case row_fault::scale_beyond_f32: return "its scale (max - min) / 255 exceeds FLT_MAX";
+    case row_fault::scale_beyond_f16: return "its scale (max - bias) / (2^q - 1) exceeds 65504, the largest finite f16";
+    case row_fault::dequantize_overflow: return "255 × scale + bias exceeds FLT_MAX, so dequantization would overflow";
+  }
+  return "unknown row fault";
+}
+
+/// S and B for a row of finite values in [lo, hi] (header comment) into `p`, on either side; the fault
+/// when the stored format cannot hold them (`p` is then unusable).
 template <int Bits>
-row_scale_bias choose_scale_bias(double lo, double hi, std::size_t row) {
+ZCOLL_HOST_DEVICE row_fault choose_scale_bias_of(double lo, double hi, row_scale_bias& p) {
   using format = stored_format<Bits>;
   constexpr double max_code = rowwise_layout<Bits>::max_code;
-  row_scale_bias p;
+  p = row_scale_bias{};
   p.bias_bits = format::bias_round_down(lo);
   p.bias = format::value(p.bias_bits);
-  if (!std::isfinite(p.bias)) {
-    throw_unrepresentable(Bits, row, lo, hi,
-                          Bits == 8 ? "its minimum is below -FLT_MAX (f32 bias)"
-                                    : "its minimum is below -65504, the lowest finite f16 bias");
+  if (!(p.bias >= -std::numeric_limits<float>::max())) {  // -Inf: no finite bias at or below lo
+    return Bits == 8 ? row_fault::bias_below_f32 : row_fault::bias_below_f16;
   }
   const double b = p.bias;
-  if (hi == b) return p;  // every value equals the bias: scale 0, codes 0, restored exactly
+  if (hi == b) return row_fault::none;  // every value equals the bias: scale 0, codes 0, restored exactly
   // A candidate within a format step of the smallest covering scale; the exact test settles it.
   std::uint32_t bits = format::scale_round_up((hi - b) * (1.0 / max_code));
   while (bits < format::infinity_bits && !covers(b, max_code * format::value(bits), hi)) bits += format::step_bits;
   while (bits > 0 && covers(b, max_code * format::value(bits - format::step_bits), hi)) bits -= format::step_bits;
-  if (bits >= format::infinity_bits) {
-    throw_unrepresentable(Bits, row, lo, hi,
-                          Bits == 8 ? "its scale (max - min) / 255 exceeds FLT_MAX"
-                                    : "its scale (max - bias) / (2^q - 1) exceeds 65504, the largest finite f16");
-  }
+  if (bits >= format::infinity_bits) return Bits == 8 ? row_fault::scale_beyond_f32 : row_fault::scale_beyond_f16;
   p.scale_bits = bits;
   p.scale = format::value(bits);
   if constexpr (Bits == 8) {
     // code × S + B must stay finite in the dequantizer for every code.
-    if (max_code * static_cast<double>(p.scale) + std::max(b, 0.0) > std::numeric_limits<float>::max()) {
-      throw_unrepresentable(Bits, row, lo, hi, "255 × scale + bias exceeds FLT_MAX, so dequantization would overflow");
+    if (max_code * static_cast<double>(p.scale) + (b > 0.0 ? b : 0.0) > std::numeric_limits<float>::max()) {
+      return row_fault::dequantize_overflow;
     }
   }
+  return row_fault::none;
+}
+
+/// S and B for a row of finite values in [lo, hi]; argument_error naming `row` when the stored format
+/// cannot hold them.
+template <int Bits>
+row_scale_bias choose_scale_bias(double lo, double hi, std::size_t row) {
+  row_scale_bias p;
+  const row_fault fault = choose_scale_bias_of<Bits>(lo, hi, p);
+  if (fault != row_fault::none) throw_unrepresentable(Bits, row, lo, hi, to_string(fault));
   return p;
 }
 
@@ -200,7 +229,7 @@ struct row_extent {
 };
 
 template <floating_value T>
-ZCOLL_ALWAYS_INLINE row_extent<T> extent_of_row(const T* ZCOLL_RESTRICT x, std::size_t dim) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE row_extent<T> extent_of_row(const T* ZCOLL_RESTRICT x, std::size_t dim) {
   std::size_t i = 0;
   T lo = x[0], hi = x[0];
   bool finite = true;
