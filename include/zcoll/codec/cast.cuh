@@ -90,9 +90,7 @@ void compress_batch(const exec::Cuda& exec, const Cast<Format>& codec, std::span
   job.values = values.data();
   job.out = out.data();
   job.largest = w.words;
-  job.stream_offset = w.results.stream_offset;
-  job.stream_bytes = w.results.stream_bytes;
-  job.total_bytes = w.results.total_bytes;
+  job.results = {w.results.stream_offset, w.results.stream_bytes, w.results.total_bytes};
   cd::cast_encode<Format, T><<<dim3(cd::elementwise_blocks(job.batch), job.batch.streams), cd::elementwise_threads, 0,
                                exec.stream>>>(job);
   cuda::check_call(cudaGetLastError(), "compress_batch: cast kernel");

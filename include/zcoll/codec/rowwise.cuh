@@ -117,9 +117,7 @@ void compress_batch(const exec::Cuda& exec, const RowwiseQuantized<Bits>& codec,
   job.values = values.data();
   job.out = out.data();
   job.largest_bound = w.words;
-  job.stream_offset = w.results.stream_offset;
-  job.stream_bytes = w.results.stream_bytes;
-  job.total_bytes = w.results.total_bytes;
+  job.results = {w.results.stream_offset, w.results.stream_bytes, w.results.total_bytes};
   cd::rowwise_encode<Bits, T><<<dim3(cd::row_blocks(job.batch, job.dim), job.batch.streams), cd::elementwise_threads, 0,
                                 exec.stream>>>(job, w.fault);
   cuda::check_call(cudaGetLastError(), "compress_batch: row-wise kernel");

@@ -72,9 +72,7 @@ grid_streams grid_compress(const zcoll::Cast<Format>& codec, const batch_input<T
   job.values = input.values.data();
   job.out = out.bytes.data();
   job.largest = largest.data();
-  job.stream_offset = out.offset.data();
-  job.stream_bytes = out.size.data();
-  job.total_bytes = &out.total;
+  job.results = {out.offset.data(), out.size.data(), &out.total};
   for (std::uint32_t s = 0; s < job.batch.streams; ++s) {
     for (std::uint64_t t = 0; t < g.size(); ++t) {
       largest[s] = std::max<unsigned long long>(largest[s], detail::cast_encode_part<Format>(job, s, t, g.size()));

@@ -72,9 +72,7 @@ grid_streams grid_compress(const zcoll::RowwiseQuantized<Bits>& codec, const bat
   job.values = input.values.data();
   job.out = out.bytes.data();
   job.largest_bound = largest.data();
-  job.stream_offset = out.offset.data();
-  job.stream_bytes = out.size.data();
-  job.total_bytes = &out.total;
+  job.results = {out.offset.data(), out.size.data(), &out.total};
   for (std::uint32_t s = 0; s < job.batch.streams; ++s) {
     for (std::uint64_t t = 0; t < g.threads; ++t) {
       const detail::row_part part = detail::rowwise_encode_part<Bits>(job, s, t, g.threads);

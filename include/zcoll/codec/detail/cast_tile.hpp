@@ -28,16 +28,14 @@
 namespace zcoll::detail {
 
 /// A compression launch. `largest` holds one word per stream, the largest finite magnitude's bits, zero
-/// before the launch; stream_offset/stream_bytes/total_bytes are cuda::results_of's.
+/// before the launch; `results` are cuda::results_of's words.
 template <floating_value T>
 struct cast_compress_job {
   stream_batch batch;
   const T* values = nullptr;
   std::byte* out = nullptr;
   unsigned long long* largest = nullptr;
-  std::uint64_t* stream_offset = nullptr;
-  std::uint64_t* stream_bytes = nullptr;
-  std::uint64_t* total_bytes = nullptr;
+  batch_result_slots results;
 };
 
 /// Thread `thread` of `threads` encodes its values of stream s; returns the bits of the largest finite
@@ -73,9 +71,7 @@ ZCOLL_HOST_DEVICE void cast_finish_stream(const cast_compress_job<T>& job, std::
   header.count = job.batch.count(s);
   header.error_bound = quantize::rounding_error_bound_of_magnitude<Format>(std::bit_cast<T>(largest));
   store_stream_header(header, job.out + job.batch.offset[s]);
-  job.stream_offset[s] = job.batch.offset[s];
-  job.stream_bytes[s] = job.batch.bytes[s];
-  if (s + 1 == job.batch.streams) *job.total_bytes = job.batch.offset[s] + job.batch.bytes[s];
+  write_results(job.batch, s, job.results);
 }
 
 /// A decompression launch.

@@ -30,7 +30,7 @@
 namespace zcoll::detail {
 
 /// A compression launch. `largest_bound` holds one word per stream (zero before the launch);
-/// stream_offset/stream_bytes/total_bytes are cuda::results_of's.
+/// `results` are cuda::results_of's words.
 template <floating_value T>
 struct rowwise_compress_job {
   stream_batch batch;
@@ -38,9 +38,7 @@ struct rowwise_compress_job {
   const T* values = nullptr;
   std::byte* out = nullptr;
   unsigned long long* largest_bound = nullptr;
-  std::uint64_t* stream_offset = nullptr;
-  std::uint64_t* stream_bytes = nullptr;
-  std::uint64_t* total_bytes = nullptr;
+  batch_result_slots results;
 };
 
 /// What one thread's part of a launch found: the bits of the largest row bound of its rows, and the first
@@ -91,9 +89,7 @@ ZCOLL_HOST_DEVICE void rowwise_finish_stream(const rowwise_compress_job<T>& job,
   std::byte* stream = job.out + job.batch.offset[s];
   store_stream_header(header, stream);
   std::memcpy(stream + stream_header_size_bytes, &job.dim, 4);
-  job.stream_offset[s] = job.batch.offset[s];
-  job.stream_bytes[s] = job.batch.bytes[s];
-  if (s + 1 == job.batch.streams) *job.total_bytes = job.batch.offset[s] + job.batch.bytes[s];
+  write_results(job.batch, s, job.results);
 }
 
 /// A decompression launch; `largest_bound` as in compression, one word per stream, zero before.

@@ -28,6 +28,21 @@ struct stream_batch {
   ZCOLL_HOST_DEVICE std::uint64_t count(std::uint32_t s) const { return first_value[s + 1] - first_value[s]; }
 };
 
+/// Where a compression launch leaves each stream's offset and size and the batch's total (device
+/// memory: cuda::results_of's words).
+struct batch_result_slots {
+  std::uint64_t* offset = nullptr;
+  std::uint64_t* bytes = nullptr;
+  std::uint64_t* total = nullptr;
+};
+
+/// Stream s's results, written by the thread that finishes it (the last stream's also writes the total).
+ZCOLL_HOST_DEVICE inline void write_results(const stream_batch& batch, std::uint32_t s, const batch_result_slots& slots) {
+  slots.offset[s] = batch.offset[s];
+  slots.bytes[s] = batch.bytes[s];
+  if (s + 1 == batch.streams) *slots.total = batch.offset[s] + batch.bytes[s];
+}
+
 /// The values of `counts` as a batch's first_value, checked at the API boundary.
 inline stream_batch batch_of_counts(const char* caller, std::span<const std::size_t> counts, std::size_t values) {
   if (counts.size() == 0 || counts.size() > max_batch_streams) {
