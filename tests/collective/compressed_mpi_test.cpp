@@ -22,6 +22,7 @@
 
 #include "zcoll/codec/rowwise.hpp"
 #include "zcoll/collective/compressed.hpp"
+#include "zcoll/collective/host_staging.hpp"
 #include "zcoll/core/error_stats.hpp"
 #include "zcoll/schedule/schedules.hpp"
 #include "zcoll/transport/mpi.hpp"
@@ -220,6 +221,47 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
                    "alltoallv from " + std::to_string(src));
     at += want.size();
   }
+}
+
+TEST_CASE("MPI: staged alltoall and alltoallv (the device path's steps on HostStaging) give the host calls' values",
+          "[collective][mpi][staged]") {
+  const auto mpi = world();
+  const int p = mpi.size(), me = mpi.rank();
+  zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}},
+                                                              {.min_compressed_bytes = 4000}};
+  zcoll::HostStaging staging;
+  // Block b of rank i: (i + 2b) % 5 * 600 values (some empty, some under 1000 values: raw).
+  const auto count = [](int from, int to) { return static_cast<std::size_t>((from + 2 * to) % 5) * 600; };
+  std::vector<std::size_t> send_counts, recv_counts;
+  std::vector<float> in;
+  for (int b = 0; b < p; ++b) {
+    send_counts.push_back(count(me, b));
+    recv_counts.push_back(count(b, me));
+    const auto block = contribution<float>(me * 100 + b, count(me, b));
+    in.insert(in.end(), block.begin(), block.end());
+  }
+  std::size_t total = 0;
+  for (const auto c : recv_counts) total += c;
+  std::vector<float> staged(total, -1.0f), host(total, -2.0f);
+  pairwise.alltoallv(staging, std::span<const float>(in), std::span<const std::size_t>(send_counts), std::span<float>(staged),
+                     std::span<const std::size_t>(recv_counts));
+  pairwise.alltoallv(std::span<const float>(in), std::span<const std::size_t>(send_counts), std::span<float>(host),
+                     std::span<const std::size_t>(recv_counts));
+  zcoll_test::require_equal<float>(staged, host, "staged alltoallv");
+  std::size_t at = 0;
+  for (int src = 0; src < p; ++src) {
+    const auto want = contribution<float>(src * 100 + me, count(src, me));
+    const bool raw = src == me || want.size() * sizeof(float) < 4000;
+    require_within<float>(std::span<const float>(staged).subspan(at, want.size()), want, raw ? 0.0 : eb,
+                          "staged alltoallv from " + std::to_string(src));
+    at += want.size();
+  }
+  const std::size_t n = 3001;
+  const auto values = contribution<double>(me, n * static_cast<std::size_t>(p));
+  std::vector<double> staged_all(values.size()), host_all(values.size());
+  pairwise.alltoall(staging, std::span<const double>(values), std::span<double>(staged_all));
+  pairwise.alltoall(std::span<const double>(values), std::span<double>(host_all));
+  zcoll_test::require_equal<double>(staged_all, host_all, "staged alltoall");
 }
 
 TEST_CASE("MPI: quantized allreduce, Int4 with and without error feedback, within the reported bound",

@@ -9,6 +9,7 @@
 #include "support/thread_safe_assertions.hpp"
 #include "support/collective_data.hpp"
 #include "support/faulty_transport.hpp"
+#include "support/raised_by_ranks.hpp"
 
 #include <atomic>
 #include <cmath>
@@ -17,8 +18,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,10 +29,12 @@
 
 using zcoll::transport::Local;
 using zcoll::transport::run_local;
+using zcoll_test::raised_by_ranks;
 using zcoll_test::contribution;
 using zcoll_test::eb;
 
 namespace {
+
 
 using Faulty = zcoll_test::Faulty<Local>;
 using zcoll_test::data_tag;
@@ -42,28 +43,6 @@ using zcoll_test::retype;
 using zcoll_test::size_tag;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-/// What every rank raised in a verify-mode call; all must be equal.
-class raised_by_ranks {
- public:
-  void add(const std::string& what) {
-    std::lock_guard lock(mutex_);
-    texts_.insert(what);
-  }
-  /// The one text every rank raised (fails when ranks differ or one raised nothing).
-  std::string agreed() const {
-    std::string all;
-    for (const auto& t : texts_) all += "\n  '" + t + "'";
-    INFO("distinct errors raised: " << texts_.size() << all);
-    REQUIRE(texts_.size() == 1);
-    REQUIRE_FALSE(texts_.begin()->empty());
-    return *texts_.begin();
-  }
-
- private:
-  std::mutex mutex_;
-  std::set<std::string> texts_;
-};
 
 }  // namespace
 

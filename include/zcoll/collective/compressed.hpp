@@ -44,8 +44,10 @@
 #include "zcoll/collective/detail/homomorphic.hpp"
 #include "zcoll/collective/detail/movement.hpp"
 #include "zcoll/collective/detail/reduction.hpp"
+#include "zcoll/collective/detail/staged_alltoall.hpp"
 #include "zcoll/collective/detail/task.hpp"
 #include "zcoll/collective/request.hpp"
+#include "zcoll/collective/staging.hpp"
 #include "zcoll/collective/verify.hpp"
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/error.hpp"
@@ -167,13 +169,7 @@ class Compressed {
     static_assert(S::supports(op_kind::alltoall), "Compressed::alltoall: this schedule has no alltoall; use zcoll::Pairwise");
     const auto p = static_cast<std::size_t>(size());
     const detail::call_description what{"alltoall", sizeof(T), in.size()};
-    auto fault = checked([&] {
-      if (in.size() % p != 0) {
-        throw argument_error("alltoall: in has " + std::to_string(in.size()) + " values, not a multiple of the " +
-                             std::to_string(p) + " ranks");
-      }
-      check_size("alltoall", "out", out.size(), in.size());
-    });
+    auto fault = checked([&] { check_alltoall("alltoall", in.size(), out.size()); });
     return start(what, std::move(fault), in.size_bytes(), in.size_bytes() / p,
                  body_of<T>(in, out, [p](engine& e, detail::call_context& call, auto in, auto out) {
                    return run_with_finish(call, detail::alltoall_blocks<S, Codec, value_of<decltype(out)>>(call, e.coder, in, out,
@@ -191,31 +187,45 @@ class Compressed {
   request alltoallv_async(std::span<const T> in, std::span<const std::size_t> send_counts, std::span<T> out,
                           std::span<const std::size_t> recv_counts) {
     static_assert(S::supports(op_kind::alltoall), "Compressed::alltoallv: this schedule has no alltoall; use zcoll::Pairwise");
-    const auto p = static_cast<std::size_t>(size());
-    const auto me = static_cast<std::size_t>(rank());
     // The counts differ from rank to rank; a pair that disagrees shows as a block of another length.
     const detail::call_description what{"alltoallv", sizeof(T), 0};
-    auto fault = checked([&] {
-      check_counts("alltoallv", "send_counts", send_counts, "in", in.size());
-      check_counts("alltoallv", "recv_counts", recv_counts, "out", out.size());
-      if (send_counts[me] != recv_counts[me]) {
-        throw argument_error("alltoallv: send_counts[" + std::to_string(me) + "] = " + std::to_string(send_counts[me]) +
-                             " and recv_counts[" + std::to_string(me) + "] = " + std::to_string(recv_counts[me]) +
-                             " (this rank's own block) differ");
-      }
-    });
-    std::vector<std::size_t> send_first(p + 1, 0), recv_first(p + 1, 0);
-    if (!fault) {  // the counts are whole (verify mode goes on to the agreement, which raises the fault)
-      for (std::size_t b = 0; b < p; ++b) {
-        send_first[b + 1] = send_first[b] + send_counts[b];
-        recv_first[b + 1] = recv_first[b] + recv_counts[b];
-      }
-    }
+    auto fault = checked([&] { check_alltoallv("alltoallv", in.size(), send_counts, out.size(), recv_counts); });
+    const std::vector<std::size_t> send_first = firsts_of(send_counts, fault), recv_first = firsts_of(recv_counts, fault);
     return start(what, std::move(fault), in.size_bytes(), 0,
                  body_of<T>(in, out, [send_first, recv_first](engine& e, detail::call_context& call, auto in, auto out) {
                    return run_with_finish(call, detail::alltoallv_blocks<S, Codec, value_of<decltype(out)>>(
                                                     call, e.coder, in, send_first, out, recv_first, identity_codec));
                  }));
+  }
+
+  // ---- on values in a staging space (device buffers) ----------------------------------------------
+
+  /// alltoall on values in `space`'s memory: device buffers with a zcoll::cuda::Staging
+  /// (<zcoll/collective/cuda_staging.cuh>), host buffers with a zcoll::HostStaging. The arguments and
+  /// results are the host call's; the blocks are compressed in the space in batches and only their
+  /// compressed bytes cross to the host for the transport (detail/staged_alltoall.hpp). Every rank makes
+  /// the staged call (verify mode tells it from the host call, whose wire differs). `space` and the
+  /// buffers must live until the request completes; a space serves one call in flight.
+  template <staging_space Space, floating_value T>
+  request alltoall_async(Space& space, std::span<const T> in, std::span<T> out) {
+    static_assert(S::supports(op_kind::alltoall), "Compressed::alltoall: this schedule has no alltoall; use zcoll::Pairwise");
+    auto fault = checked([&] { check_alltoall("alltoall", in.size(), out.size()); });
+    const std::vector<std::size_t> counts(static_cast<std::size_t>(size()), fault ? 0 : in.size() / static_cast<std::size_t>(size()));
+    std::vector<std::size_t> first = firsts_of(counts, fault);
+    return start_staged(detail::call_description{"alltoall (staged)", sizeof(T), in.size()}, std::move(fault), space, in, first,
+                        out, first);
+  }
+
+  /// alltoallv on values in `space`'s memory, as alltoall_async(space, ...) above; the counts are the
+  /// host call's.
+  template <staging_space Space, floating_value T>
+  request alltoallv_async(Space& space, std::span<const T> in, std::span<const std::size_t> send_counts, std::span<T> out,
+                          std::span<const std::size_t> recv_counts) {
+    static_assert(S::supports(op_kind::alltoall), "Compressed::alltoallv: this schedule has no alltoall; use zcoll::Pairwise");
+    auto fault = checked([&] { check_alltoallv("alltoallv", in.size(), send_counts, out.size(), recv_counts); });
+    std::vector<std::size_t> send_first = firsts_of(send_counts, fault), recv_first = firsts_of(recv_counts, fault);
+    return start_staged(detail::call_description{"alltoallv (staged)", sizeof(T), 0}, std::move(fault), space, in,
+                        std::move(send_first), out, std::move(recv_first));
   }
 
   // ---- reductions ----------------------------------------------------------------------------------
@@ -308,6 +318,13 @@ class Compressed {
   void alltoallv(std::span<const T> in, std::span<const std::size_t> send_counts, std::span<T> out,
                  std::span<const std::size_t> recv_counts) {
     complete(alltoallv_async<T>(in, send_counts, out, recv_counts));
+  }
+  template <staging_space Space, floating_value T>
+  void alltoall(Space& space, std::span<const T> in, std::span<T> out) { complete(alltoall_async<Space, T>(space, in, out)); }
+  template <staging_space Space, floating_value T>
+  void alltoallv(Space& space, std::span<const T> in, std::span<const std::size_t> send_counts, std::span<T> out,
+                 std::span<const std::size_t> recv_counts) {
+    complete(alltoallv_async<Space, T>(space, in, send_counts, out, recv_counts));
   }
   template <collective_value T, op::reduction Op>
   void reduce_scatter(std::span<const T> in, std::span<T> out, Op op) { complete(reduce_scatter_async<T>(in, out, op)); }
@@ -451,6 +468,24 @@ class Compressed {
   static detail::task<> run_with_finish(detail::call_context& call, detail::task<> body) {
     co_await std::move(body);
     co_await finish(call);
+  }
+
+  /// Starts a staged all-to-all (blocks' first values in send_first / recv_first) on `space`, which the
+  /// call holds until it completes.
+  template <staging_space Space, floating_value T>
+  request start_staged(const detail::call_description& what, std::optional<verify::fault_record> fault, Space& space,
+                       std::span<const T> in, std::vector<std::size_t> send_first, std::span<T> out,
+                       std::vector<std::size_t> recv_first) {
+    static_assert(!stateful_codec<Codec>, "Compressed: a staged call takes a codec without state; TopK, ErrorFeedback and "
+                                          "Hybrid keep theirs on the host (use the call on host buffers)");
+    staging_claim claim(space, what.operation);
+    return start(what, std::move(fault), in.size_bytes(), 0,
+                 [&space, in, out, send_first = std::move(send_first), recv_first = std::move(recv_first),
+                  claim = std::move(claim)](engine& e, detail::call_context& call) mutable {
+                   return run_with_finish(call, detail::staged_alltoallv<S, Codec, T>(call, e.coder, space, std::move(claim), in,
+                                                                                     std::move(send_first), out,
+                                                                                     std::move(recv_first), identity_codec));
+                 });
   }
 
   // ---- the operations, each a coroutine over its call (parameters by value: they live in the frame) ---
@@ -755,6 +790,36 @@ class Compressed {
       throw argument_error(std::string(call) + ": " + counts_name + " add up to " + std::to_string(total) + " values, " +
                            buffer_name + " holds " + std::to_string(buffer_values));
     }
+  }
+
+  void check_alltoall(const char* call, std::size_t in, std::size_t out) const {
+    const auto p = static_cast<std::size_t>(size());
+    if (in % p != 0) {
+      throw argument_error(std::string(call) + ": in has " + std::to_string(in) + " values, not a multiple of the " +
+                           std::to_string(p) + " ranks");
+    }
+    check_size(call, "out", out, in);
+  }
+
+  void check_alltoallv(const char* call, std::size_t in, std::span<const std::size_t> send_counts, std::size_t out,
+                       std::span<const std::size_t> recv_counts) const {
+    const auto me = static_cast<std::size_t>(rank());
+    check_counts(call, "send_counts", send_counts, "in", in);
+    check_counts(call, "recv_counts", recv_counts, "out", out);
+    if (send_counts[me] != recv_counts[me]) {
+      throw argument_error(std::string(call) + ": send_counts[" + std::to_string(me) + "] = " + std::to_string(send_counts[me]) +
+                           " and recv_counts[" + std::to_string(me) + "] = " + std::to_string(recv_counts[me]) +
+                           " (this rank's own block) differ");
+    }
+  }
+
+  /// The first value of each block and the end (size() + 1 entries) of checked counts; zeros when the
+  /// checks failed (verify mode goes on to the agreement, which raises the fault).
+  std::vector<std::size_t> firsts_of(std::span<const std::size_t> counts, const std::optional<verify::fault_record>& fault) const {
+    const auto p = static_cast<std::size_t>(size());
+    std::vector<std::size_t> first(p + 1, 0);
+    for (std::size_t b = 0; !fault && b < p; ++b) first[b + 1] = first[b] + counts[b];
+    return first;
   }
 
   void check_root(const char* call, int root) const {

@@ -1,0 +1,146 @@
+#pragma once
+/// zcoll::cuda::Staging: the staging space (collective/staging.hpp) for device buffers — the CUDA stream a
+/// collective's codec runs on, and the buffers that carry its compressed bytes between the device and
+/// the transport, kept from call to call:
+///
+///     #include <zcoll/collective/cuda_staging.cuh>   // in a source nvcc compiles
+///
+///     zcoll::cuda::Staging staging{stream};
+///     zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{zcoll::transport::Mpi{MPI_COMM_WORLD}, codec};
+///     coll.alltoall(staging, std::span<const float>(d_in, n), std::span<float>(d_out, n));
+///
+/// Device areas come from cudaMalloc and host areas from cudaMallocHost (pinned, so the copies are
+/// asynchronous DMA); each grows to the largest call it served and is then reused, so calls of one size
+/// allocate nothing after the first. Every step is enqueued on the stream; a call waits for it three
+/// times (the compressed sizes, the staged bytes, the decoded values with their fault record), which is
+/// what moving the bytes through the host needs. Work the caller enqueued on the stream before the call
+/// runs first (the values are read in stream order); the call returns with its values written.
+///
+/// The codec must have a CUDA driver: the Lorenzo1D/None pipelines with block encoders (FZLight),
+/// the casts (FP16, BF16, FP8) and the row-wise quantizers (Int8, Int4, Int2).
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "zcoll/codec/cast.cuh"
+#include "zcoll/codec/pipeline.cuh"
+#include "zcoll/codec/rowwise.cuh"
+#include "zcoll/collective/staging.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/core/exec.cuh"
+
+namespace zcoll::cuda {
+
+namespace detail {
+
+/// Row-wise codecs report rows they cannot hold after compression (check_quantized).
+template <class C>
+inline constexpr bool quantizes_rows = false;
+template <int Bits>
+inline constexpr bool quantizes_rows<RowwiseQuantized<Bits>> = true;
+
+struct device_free {
+  void operator()(std::byte* p) const { cudaFree(p); }
+};
+struct pinned_free {
+  void operator()(std::byte* p) const { cudaFreeHost(p); }
+};
+
+/// Device areas are cudaMalloc'd, host areas pinned.
+inline bool on_device(staging_area area) {
+  return area == staging_area::device_out || area == staging_area::device_in || area == staging_area::device_work;
+}
+
+}  // namespace detail
+
+class Staging {
+ public:
+  explicit Staging(cudaStream_t stream = nullptr) : exec_{stream} {}
+
+  exec::Cuda exec() const { return exec_; }
+
+  /// `bytes` bytes of `area`, reallocated (contents not kept) when it holds fewer.
+  std::span<std::byte> area(staging_area which, std::size_t bytes) {
+    const auto index = static_cast<std::size_t>(which);
+    if (capacity_[index] < bytes) {
+      device_[index].reset();
+      pinned_[index].reset();
+      void* memory = nullptr;
+      if (detail::on_device(which)) {
+        check_call(cudaMalloc(&memory, bytes), "Staging: cudaMalloc");
+        device_[index].reset(static_cast<std::byte*>(memory));
+      } else {
+        check_call(cudaMallocHost(&memory, bytes), "Staging: cudaMallocHost");
+        pinned_[index].reset(static_cast<std::byte*>(memory));
+      }
+      capacity_[index] = bytes;
+    }
+    std::byte* base = detail::on_device(which) ? device_[index].get() : pinned_[index].get();
+    return {base, bytes};
+  }
+
+  /// Enqueues a copy in any direction (unified addressing tells device from host memory).
+  void copy(std::span<std::byte> to, std::span<const std::byte> from) {
+    if (to.size() != from.size()) {
+      throw argument_error("Staging::copy: " + std::to_string(from.size()) + " bytes into " + std::to_string(to.size()));
+    }
+    if (from.empty()) return;
+    check_call(cudaMemcpyAsync(to.data(), from.data(), from.size(), cudaMemcpyDefault, exec_.stream), "Staging: cudaMemcpyAsync");
+  }
+
+  void wait() { check_call(cudaStreamSynchronize(exec_.stream), "Staging: cudaStreamSynchronize"); }
+
+  /// A launch takes this many streams (their layout travels as kernel parameters).
+  static constexpr std::size_t max_batch_streams() { return zcoll::detail::max_batch_streams; }
+  bool& in_use() { return in_use_; }
+
+  template <codec C>
+  std::size_t workspace_bytes(const C& codec, std::span<const std::size_t> counts) const {
+    return std::max(compress_workspace_bytes(codec, counts), decompress_workspace_bytes(codec, counts));
+  }
+
+  /// Enqueues the batch's compression and the copy of its sizes into `sizes` (a host_words slice).
+  template <codec C, floating_value T>
+  void compress(const C& codec, std::span<const T> values, std::span<const std::size_t> counts, std::span<std::byte> out,
+                std::span<std::byte> work, std::span<std::uint64_t> sizes) {
+    compress_batch(exec_, codec, values, counts, out, work);
+    const batch_results results = results_of(work, counts.size());
+    check_call(cudaMemcpyAsync(sizes.data(), results.stream_bytes, sizes.size_bytes(), cudaMemcpyDeviceToHost, exec_.stream),
+               "Staging: copying the compressed sizes");
+  }
+
+  /// After wait(): the argument_error the host driver raises for values the codec cannot hold (a NaN
+  /// row of a row-wise codec); the other device codecs take every value.
+  template <codec C>
+  void check_compressed(const C&, std::span<const std::byte> work, std::size_t streams) {
+    if constexpr (detail::quantizes_rows<C>) check_quantized(exec_, work, streams);
+  }
+
+  /// Decodes the batch and waits for it; returns the stream whose fault the launch recorded.
+  template <codec C, floating_value T>
+  std::optional<batch_fault> decompress(const C& codec, std::span<const std::byte> in, std::span<const std::uint64_t> offsets,
+                                        std::span<const std::uint64_t> sizes, std::span<T> values,
+                                        std::span<const std::size_t> counts, std::span<std::byte> work) {
+    decompress_batch(exec_, codec, in, offsets, sizes, values, counts, work);
+    const zcoll::detail::decode_fault fault = detail::read_fault("Staging::decompress", exec_, work, counts.size());
+    if (fault.code == 0) return std::nullopt;
+    return batch_fault{fault.stream, describe(fault)};
+  }
+
+ private:
+  exec::Cuda exec_;
+  std::array<std::unique_ptr<std::byte, detail::device_free>, 6> device_;
+  std::array<std::unique_ptr<std::byte, detail::pinned_free>, 6> pinned_;
+  std::array<std::size_t, 6> capacity_{};
+  bool in_use_ = false;
+};
+
+}  // namespace zcoll::cuda

@@ -1,0 +1,296 @@
+#pragma once
+/// The staged all-to-all: alltoall and alltoallv on values in a staging space's memory (device buffers,
+/// collective/staging.hpp). The codec runs in the space, in batches; only compressed bytes cross to the
+/// host for the transport:
+///
+///   1. the outgoing blocks are compressed where they are, consecutive blocks in one batch (one launch
+///      on a GPU, the DLRM paper's packed send buffer), their sizes and then their bytes copied to
+///      host_out; blocks that travel raw are copied there as they are;
+///   2. this rank's own block is copied from `in` to `out` inside the space;
+///   3. each pair of ranks exchanges {values, bytes} words, then the bytes (alltoallv's wire, wire.hpp);
+///   4. every received stream's header is checked on the host (a block of another length never reaches
+///      a decoder), the streams are copied to device_in and decompressed in batches into `out`.
+///
+/// The space is waited on three times: for the sizes, for the bytes in host_out, and after decompression
+/// (a device fault is read then). Whether a block is compressed follows from its length, as in the host
+/// alltoallv (detail/movement.hpp), so every element keeps the codec's bound after one compression.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zcoll/codec/compress.hpp"
+#include "zcoll/codec/concepts.hpp"
+#include "zcoll/collective/detail/block_codec.hpp"
+#include "zcoll/collective/detail/call.hpp"
+#include "zcoll/collective/detail/movement.hpp"
+#include "zcoll/collective/detail/task.hpp"
+#include "zcoll/collective/detail/wire.hpp"
+#include "zcoll/collective/staging.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/core/stream_header.hpp"
+#include "zcoll/core/value_type.hpp"
+#include "zcoll/schedule/concepts.hpp"
+
+namespace zcoll::detail {
+
+/// Consecutive blocks [first, first + count) that go through one codec batch, and where the batch's
+/// output and workspace start in their areas.
+struct batch_run {
+  int first = 0;
+  int count = 0;
+  std::size_t out_at = 0;
+  std::size_t work_at = 0;
+};
+
+/// The runs of consecutive blocks b in [0, blocks) for which batched(b) holds, at most `most` each.
+template <class Batched>
+std::vector<batch_run> batch_runs(int blocks, std::size_t most, Batched batched) {
+  std::vector<batch_run> runs;
+  for (int b = 0; b < blocks; ++b) {
+    if (!batched(b)) continue;
+    const bool extends = !runs.empty() && runs.back().first + runs.back().count == b &&
+                         static_cast<std::size_t>(runs.back().count) < most;
+    if (!extends) runs.push_back({.first = b});
+    ++runs.back().count;
+  }
+  return runs;
+}
+
+/// The blocks of one direction of a staged call, in rank order: block b's values are first[b] ..
+/// first[b + 1], its bytes at[b] .. at[b] + bytes[b] of the host area.
+struct staged_side {
+  std::vector<std::size_t> first;
+  std::vector<std::uint64_t> at, bytes;
+
+  std::size_t values(int b) const { return first[static_cast<std::size_t>(b) + 1] - first[static_cast<std::size_t>(b)]; }
+  std::size_t run_values(const batch_run& run) const {
+    return first[static_cast<std::size_t>(run.first + run.count)] - first[static_cast<std::size_t>(run.first)];
+  }
+  std::vector<std::size_t> run_counts(const batch_run& run) const {
+    std::vector<std::size_t> counts;
+    for (int b = run.first; b < run.first + run.count; ++b) counts.push_back(values(b));
+    return counts;
+  }
+  /// The host bytes of a run: its blocks are adjacent there.
+  std::uint64_t run_bytes(const batch_run& run) const {
+    const auto last = static_cast<std::size_t>(run.first + run.count - 1);
+    return at[last] + bytes[last] - at[static_cast<std::size_t>(run.first)];
+  }
+  /// at[] from bytes[]: the blocks back to back in rank order; returns the total.
+  std::uint64_t place() {
+    at.assign(bytes.size(), 0);
+    std::uint64_t total = 0;
+    for (std::size_t b = 0; b < bytes.size(); ++b) {
+      at[b] = total;
+      total += bytes[b];
+    }
+    return total;
+  }
+};
+
+/// Slices of the device areas start on 256 bytes, as CUDA's workspaces must (and cudaMalloc's do).
+inline std::size_t device_slice(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// Gives each run its output and workspace slice; returns the areas' sizes {out, work}.
+template <floating_value T, codec Codec, class Space>
+std::pair<std::size_t, std::size_t> lay_out_runs(std::vector<batch_run>& runs, const staged_side& side, const Codec& codec,
+                                                 Space& space) {
+  std::size_t out = 0, work = 0;
+  for (batch_run& run : runs) {
+    const std::vector<std::size_t> counts = side.run_counts(run);
+    run.out_at = out;
+    run.work_at = work;
+    out += device_slice(batch_max_compressed_size<T>(codec, counts));
+    work += device_slice(space.workspace_bytes(codec, counts));
+  }
+  return {out, work};
+}
+
+/// Step 1: the outgoing blocks (`side.first` set) compressed in the space where `compressed(b)` holds,
+/// else raw, into host_out (`side.at`, `side.bytes` set; this rank's own block is empty). A run the
+/// codec refuses (argument_error; held in verify mode) goes out as empty blocks, which the receivers
+/// find damaged.
+template <codec Codec, floating_value T, staging_space Space, class Compressed>
+std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Space& space, std::span<const T> in,
+                                    staged_side& side, Compressed compressed) {
+  const int p = call.size();
+  side.bytes.assign(static_cast<std::size_t>(p), 0);
+  std::vector<batch_run> runs = batch_runs(p, space.max_batch_streams(), compressed);
+  const auto [out_bytes, work_bytes] = lay_out_runs<T>(runs, side, codec, space);
+  const std::span<std::byte> device_out = space.area(staging_area::device_out, out_bytes);
+  const std::span<std::byte> work = space.area(staging_area::device_work, work_bytes);
+  std::size_t streams = 0;
+  for (const batch_run& run : runs) streams += static_cast<std::size_t>(run.count);
+  const std::span<std::byte> word_bytes = space.area(staging_area::host_words, streams * sizeof(std::uint64_t));
+  const std::span<std::uint64_t> words(reinterpret_cast<std::uint64_t*>(word_bytes.data()), streams);
+  std::vector<char> written(runs.size(), 0);
+  std::size_t word = 0;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const batch_run& run = runs[k];
+    const std::vector<std::size_t> counts = side.run_counts(run);
+    written[k] = call.guarded(-1, [&] {
+      space.compress(codec, in.subspan(side.first[static_cast<std::size_t>(run.first)], side.run_values(run)),
+                     std::span<const std::size_t>(counts), device_out.subspan(run.out_at),
+                     work.subspan(run.work_at, device_slice(space.workspace_bytes(codec, counts))),
+                     words.subspan(word, counts.size()));
+    });
+    word += counts.size();
+  }
+  space.wait();
+  word = 0;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const batch_run& run = runs[k];
+    if (written[k]) {
+      written[k] = call.guarded(-1, [&] {
+        space.check_compressed(codec, work.subspan(run.work_at), static_cast<std::size_t>(run.count));
+      });
+    }
+    for (int b = run.first; b < run.first + run.count; ++b, ++word) side.bytes[static_cast<std::size_t>(b)] = written[k] ? words[word] : 0;
+  }
+  for (int b = 0; b < p; ++b) {
+    if (b != call.rank() && !compressed(b)) side.bytes[static_cast<std::size_t>(b)] = side.values(b) * sizeof(T);
+  }
+  const std::span<std::byte> host = space.area(staging_area::host_out, side.place());
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const batch_run& run = runs[k];
+    space.copy(host.subspan(side.at[static_cast<std::size_t>(run.first)], side.run_bytes(run)),
+               device_out.subspan(run.out_at, side.run_bytes(run)));
+  }
+  for (int b = 0; b < p; ++b) {
+    if (b == call.rank() || compressed(b)) continue;
+    const auto block = static_cast<std::size_t>(b);
+    space.copy(host.subspan(side.at[block], side.bytes[block]), std::as_bytes(in.subspan(side.first[block], side.values(b))));
+  }
+  space.wait();
+  return host;
+}
+
+/// Step 4, the host's part: whether received block b (compressed) holds what this rank expects; a
+/// block that does not is a format_error naming its sender (held in verify mode) and is not decoded.
+template <floating_value T>
+bool check_staged_block(call_context& call, std::span<const std::byte> stream, std::size_t values, int from) {
+  return call.guarded(from, [&] {
+    try {
+      const stream_header header = read_stream_header(stream);
+      if (header.count != values) {
+        throw format_error("collective block holds " + std::to_string(header.count) + " values, " + std::to_string(values) +
+                           " expected");
+      }
+      call.max_block_bound = std::max(call.max_block_bound, header.error_bound);
+    } catch (const error& e) {
+      throw format_error("block from rank " + std::to_string(from) + ": " + call_context::without_prefix(e.what()));
+    }
+  });
+}
+
+/// Step 4: the received blocks (`side` placed in `host`) into `out`: compressed ones (compressed(b))
+/// copied into the space and decompressed in batches, raw ones copied. A block that did not decode is a
+/// format_error naming its sender.
+template <codec Codec, floating_value T, staging_space Space, class Compressed>
+void unstage_incoming(call_context& call, const Codec& codec, Space& space, std::span<const std::byte> host,
+                      const staged_side& side, std::span<T> out, Compressed compressed) {
+  const int p = call.size();
+  std::vector<char> decodable(static_cast<std::size_t>(p), 0);
+  for (int b = 0; b < p; ++b) {
+    const auto block = static_cast<std::size_t>(b);
+    const std::span<const std::byte> bytes = host.subspan(side.at[block], side.bytes[block]);
+    if (b == call.rank()) continue;
+    if (compressed(b)) {
+      decodable[block] = check_staged_block<T>(call, bytes, side.values(b), b);
+    } else if (bytes.size() == side.values(b) * sizeof(T)) {  // else refused by alltoallv_block_size
+      space.copy(std::as_writable_bytes(out.subspan(side.first[block], side.values(b))), bytes);
+    }
+  }
+  std::vector<batch_run> runs = batch_runs(p, space.max_batch_streams(), [&](int b) { return decodable[static_cast<std::size_t>(b)] != 0; });
+  const std::size_t work_bytes = lay_out_runs<T>(runs, side, codec, space).second;
+  const std::span<std::byte> device_in = space.area(staging_area::device_in, host.size());
+  const std::span<std::byte> work = space.area(staging_area::device_work, work_bytes);
+  for (const batch_run& run : runs) {
+    const std::uint64_t at = side.at[static_cast<std::size_t>(run.first)];
+    space.copy(device_in.subspan(at, side.run_bytes(run)), host.subspan(at, side.run_bytes(run)));
+  }
+  for (const batch_run& run : runs) {
+    const auto first = static_cast<std::size_t>(run.first), count = static_cast<std::size_t>(run.count);
+    const std::vector<std::size_t> counts = side.run_counts(run);
+    const auto fault = space.decompress(codec, std::span<const std::byte>(device_in), std::span(side.at).subspan(first, count),
+                                        std::span(side.bytes).subspan(first, count),
+                                        out.subspan(side.first[first], side.run_values(run)), std::span<const std::size_t>(counts),
+                                        work.subspan(run.work_at, device_slice(space.workspace_bytes(codec, counts))));
+    if (fault) {
+      const int from = run.first + static_cast<int>(fault->stream);
+      call.fail(format_error("block from rank " + std::to_string(from) + ": " + call_context::without_prefix(fault->message)), from);
+    }
+  }
+  space.wait();
+}
+
+/// alltoallv on values in `space` (send_first / recv_first: the blocks' first values, p + 1 each).
+/// `claim` holds the space for the call.
+template <class S, codec Codec, floating_value T, staging_space Space>
+task<> staged_alltoallv(call_context& call, const block_codec<Codec>& coder, Space& space, [[maybe_unused]] staging_claim claim,
+                        std::span<const T> in, std::vector<std::size_t> send_first, std::span<T> out,
+                        std::vector<std::size_t> recv_first, bool identity_codec) {
+  const int p = call.size(), me = call.rank();
+  const auto compresses = [&](std::size_t values) {
+    return !identity_codec && values > 0 && values * sizeof(T) >= call.config().min_compressed_bytes;
+  };
+  staged_side sent{.first = std::move(send_first), .at = {}, .bytes = {}};
+  staged_side received{.first = std::move(recv_first), .at = {}, .bytes = {}};
+  const auto start = clock::now();
+  const std::span<std::byte> host_out = stage_outgoing(call, coder.codec(), space, in, sent,
+                                                       [&](int b) { return b != me && compresses(sent.values(b)); });
+  call.report.compress_s += seconds_since(start);
+  space.copy(std::as_writable_bytes(out.subspan(received.first[static_cast<std::size_t>(me)], received.values(me))),
+             std::as_bytes(in.subspan(sent.first[static_cast<std::size_t>(me)], sent.values(me))));
+  // The words, then the bytes, over S's rounds.
+  const int rounds = S::rounds(schedule::collective_op::alltoall, p);
+  received.bytes.assign(static_cast<std::size_t>(p), 0);
+  std::vector<char> arrives_compressed(static_cast<std::size_t>(p), 0);
+  bool any_compressed = false;
+  for (int r = 0; r < rounds; ++r) {
+    const schedule::step st = S::at(schedule::collective_op::alltoall, p, me, r, 0);
+    wire::block_words out_words{}, in_words{};
+    if (st.send.active()) {
+      out_words = {sent.values(st.send.peer), sent.bytes[static_cast<std::size_t>(st.send.peer)]};
+      any_compressed = any_compressed || compresses(sent.values(st.send.peer));
+    }
+    co_await call.exchange(st.send, std::as_bytes(std::span(&out_words, 1)), st.recv, std::as_writable_bytes(std::span(&in_words, 1)),
+                           wire::size_tag, 0);
+    if (!st.recv.active()) continue;
+    const auto from = static_cast<std::size_t>(st.recv.peer);
+    arrives_compressed[from] = compresses(static_cast<std::size_t>(in_words.values));
+    any_compressed = any_compressed || arrives_compressed[from];
+    received.bytes[from] =
+        alltoallv_block_size<Codec, T>(call, coder, in_words, received.values(st.recv.peer), arrives_compressed[from], st.recv.peer);
+  }
+  const std::span<std::byte> host_in = space.area(staging_area::host_in, received.place());
+  for (int r = 0; r < rounds; ++r) {
+    const schedule::step st = S::at(schedule::collective_op::alltoall, p, me, r, 0);
+    std::span<const std::byte> outgoing;
+    std::span<std::byte> incoming;
+    std::size_t raw = 0;
+    if (st.send.active()) {
+      const auto to = static_cast<std::size_t>(st.send.peer);
+      outgoing = std::span<const std::byte>(host_out).subspan(sent.at[to], sent.bytes[to]);
+      raw = sent.values(st.send.peer) * sizeof(T);
+    }
+    if (st.recv.active()) {
+      const auto from = static_cast<std::size_t>(st.recv.peer);
+      incoming = host_in.subspan(received.at[from], received.bytes[from]);
+    }
+    co_await call.exchange(st.send, outgoing, st.recv, incoming, wire::data_tag, raw);
+  }
+  const auto decoding = clock::now();
+  unstage_incoming(call, coder.codec(), space, host_in, received, out,
+                   [&](int b) { return arrives_compressed[static_cast<std::size_t>(b)] != 0; });
+  call.report.decompress_s += seconds_since(decoding);
+  call.compress_now = any_compressed;
+  call.report.compressed = any_compressed;
+}
+
+}  // namespace zcoll::detail

@@ -1,0 +1,84 @@
+#pragma once
+/// staging_space: where a collective's values live when they are not the host's own memory — CUDA device
+/// buffers (zcoll::cuda::Staging, collective/cuda_staging.cuh) — and the buffers that carry their
+/// compressed bytes to and from the transport, kept from call to call.
+///
+///     zcoll::cuda::Staging staging{stream};                 // once: pinned host and device buffers grow here
+///     zcoll::Compressed<zcoll::Pairwise, zcoll::Int8> coll{transport, {.shape = {rows, dim}}};
+///     coll.alltoall(staging, d_in, d_out);                   // d_in, d_out: device memory
+///
+/// A staged call compresses all its outgoing blocks in the space (one batch launch for consecutive
+/// blocks), copies the compressed bytes to host buffers for the transport, and decompresses everything
+/// it received in the space at the end (collective/detail/staged_alltoall.hpp). zcoll::HostStaging runs
+/// the same steps on host memory, with memcpy for the copies: it is how the staging logic is tested
+/// without a GPU, and a way to batch a call's compression on the host.
+///
+/// A space is lent to one call at a time: a call started while another one on the same space is in
+/// flight is an argument_error (staging_claim below).
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "zcoll/core/error.hpp"
+
+namespace zcoll {
+
+/// The buffers a staged call uses. Device areas are in the space's memory, host areas in host memory the
+/// transport can read and write (pinned for CUDA, so the copies run asynchronously).
+enum class staging_area {
+  device_out,   ///< the outgoing blocks' compressed streams, as the batches write them
+  device_in,    ///< the received compressed streams, copied in for decompression
+  device_work,  ///< the codec calls' workspaces, one slice per batch
+  host_out,     ///< what goes to the transport: the outgoing blocks in rank order
+  host_in,      ///< what the transport delivers, in rank order
+  host_words,   ///< the compressed sizes a batch reports
+};
+
+/// A batch that did not decode: which of its streams, and the decoder's message.
+struct batch_fault {
+  std::size_t stream = 0;
+  std::string message;
+};
+
+/// What every staging space provides; the codec calls (workspace_bytes, compress, check_compressed,
+/// decompress) are checked where a call uses them with its codec and value type.
+template <class S>
+concept staging_space = requires(S& s, staging_area area, std::size_t bytes, std::span<std::byte> to,
+                                 std::span<const std::byte> from) {
+  { s.area(area, bytes) } -> std::same_as<std::span<std::byte>>;  // `bytes` bytes, grown as needed, kept
+  s.copy(to, from);                                                 // enqueued (any direction)
+  s.wait();                                                         // until every enqueued step is done
+  { s.max_batch_streams() } -> std::convertible_to<std::size_t>;
+  { s.in_use() } -> std::same_as<bool&>;
+};
+
+/// Marks a space lent to a call for as long as the claim lives (the call's coroutine frame).
+class staging_claim {
+ public:
+  /// `call` names the operation in the error when the space is already lent to a call in flight.
+  template <staging_space S>
+  staging_claim(S& space, const char* call) : in_use_(&space.in_use()) {
+    if (*in_use_) {
+      throw argument_error(std::string(call) + ": staging is lent to a call still in flight; give each call in flight a "
+                                               "staging space of its own");
+    }
+    *in_use_ = true;
+  }
+  staging_claim(staging_claim&& other) noexcept : in_use_(std::exchange(other.in_use_, nullptr)) {}
+  staging_claim(const staging_claim&) = delete;
+  staging_claim& operator=(const staging_claim&) = delete;
+  staging_claim& operator=(staging_claim&&) = delete;
+  ~staging_claim() {
+    if (in_use_ != nullptr) *in_use_ = false;
+  }
+
+ private:
+  bool* in_use_;
+};
+
+}  // namespace zcoll

@@ -1,0 +1,118 @@
+// Staged all-to-alls on device buffers (zcoll::cuda::Staging) over transport::Local, one CUDA stream per
+// rank: the values are the host call's bit for bit (the device codecs write the host's bytes), within the
+// bound, the own block exact; a damaged block is a format_error naming its sender on every rank.
+// Runs where a device is present (the runner skips otherwise).
+#include <catch2/catch.hpp>
+
+#include "support/collective_data.hpp"
+#include "support/device_bytes.hpp"
+#include "support/faulty_transport.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "zcoll/codec/cast.hpp"
+#include "zcoll/codec/rowwise.hpp"
+#include "zcoll/collective/compressed.hpp"
+#include "zcoll/collective/cuda_staging.cuh"
+#include "zcoll/schedule/schedules.hpp"
+#include "zcoll/transport/local.hpp"
+
+using zcoll::transport::Local;
+using zcoll::transport::run_local;
+using zcoll_test::contribution;
+using zcoll_test::device_bytes;
+using zcoll_test::eb;
+
+namespace {
+
+/// A stream of its own for one rank's thread.
+class rank_stream {
+ public:
+  rank_stream() { zcoll::cuda::check_call(cudaStreamCreate(&stream_), "cudaStreamCreate"); }
+  ~rank_stream() { cudaStreamDestroy(stream_); }
+  rank_stream(const rank_stream&) = delete;
+  rank_stream& operator=(const rank_stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+/// alltoallv with `send`/`recv` counts, on device buffers and on the host: the same values.
+template <class Codec, class T>
+void check_device_alltoallv(Local& t, const Codec& codec, std::span<const std::size_t> send, std::span<const std::size_t> recv,
+                            std::size_t min_compressed_bytes) {
+  zcoll::Compressed<zcoll::Pairwise, Codec> coll{t, codec, {.min_compressed_bytes = min_compressed_bytes}};
+  const auto in = contribution<T>(t.rank(), std::accumulate(send.begin(), send.end(), std::size_t{0}));
+  const std::size_t received = std::accumulate(recv.begin(), recv.end(), std::size_t{0});
+  rank_stream stream;
+  zcoll::cuda::Staging staging{stream.get()};
+  device_bytes d_in = device_bytes::from(std::span<const T>(in)), d_out(received * sizeof(T));
+  for (int repeat = 0; repeat < 2; ++repeat) {  // the second call reuses the staging buffers
+    coll.alltoallv(staging, std::span<const T>(d_in.as<T>(), in.size()), send, std::span<T>(d_out.as<T>(), received), recv);
+  }
+  const std::vector<T> device = d_out.to_host<T>(received);
+  std::vector<T> host(received);
+  coll.alltoallv(std::span<const T>(in), send, std::span<T>(host), recv);
+  zcoll_test::require_equal<T>(device, host, std::string(Codec::name()) + " on device buffers, rank " + std::to_string(t.rank()));
+}
+
+template <class Codec, class T>
+void check_device_alltoall(const Codec& codec, std::size_t n) {
+  for (const int p : {1, 2, 3, 4, 7}) {
+    run_local(p, [&](Local& t) {
+      const std::vector<std::size_t> counts(static_cast<std::size_t>(p), n);
+      check_device_alltoallv<Codec, T>(t, codec, counts, counts, 0);
+    });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda::Staging: alltoall on device buffers gives the host call's values bit for bit, 1 to 7 ranks",
+          "[cuda][collective]") {
+  check_device_alltoall<zcoll::FZLight, float>(zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, 5000);
+  check_device_alltoall<zcoll::FZLight, double>(zcoll::FZLight{{.error_bound = zcoll::relative(1e-4)}}, 9000);
+  check_device_alltoall<zcoll::Int8, float>(zcoll::Int8{{.shape = {1, 64}}}, 64 * 40);
+  check_device_alltoall<zcoll::FP16, float>(zcoll::FP16{}, 3001);
+}
+
+TEST_CASE("cuda::Staging: alltoallv with empty, raw and compressed blocks, and more blocks than a launch takes",
+          "[cuda][collective]") {
+  run_local(4, [](Local& t) {
+    std::vector<std::size_t> send, recv;
+    for (int b = 0; b < 4; ++b) {
+      send.push_back(static_cast<std::size_t>((t.rank() * 3 + b * 5) % 7) * 300);
+      recv.push_back(static_cast<std::size_t>((b * 3 + t.rank() * 5) % 7) * 300);
+    }
+    check_device_alltoallv<zcoll::FZLight, float>(t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, send, recv, 4000);
+  });
+  run_local(70, [](Local& t) {  // 69 outgoing blocks: two launches a side
+    const std::vector<std::size_t> counts(70, 256);
+    check_device_alltoallv<zcoll::FZLight, float>(t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, counts, counts, 0);
+  });
+}
+
+TEST_CASE("cuda::Staging: a damaged block is a format_error naming its sender on every rank (verify mode)",
+          "[cuda][collective]") {
+  std::atomic<int> raised{0};
+  run_local(3, [&](Local& t) {
+    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{zcoll_test::Faulty<Local>(t, 1, zcoll_test::retype),
+                                                            zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, {.verify = true}};
+    const auto in = contribution<float>(t.rank(), 3 * 2000);
+    rank_stream stream;
+    zcoll::cuda::Staging staging{stream.get()};
+    device_bytes d_in = device_bytes::from(std::span<const float>(in)), d_out(in.size() * sizeof(float));
+    const std::string error = zcoll_test::error_of<zcoll::format_error>([&] {
+      coll.alltoall(staging, std::span<const float>(d_in.as<float>(), in.size()), std::span<float>(d_out.as<float>(), in.size()));
+    });
+    if (error.find("block from rank 1") != std::string::npos) ++raised;
+  });
+  REQUIRE(raised == 3);
+}

@@ -1,0 +1,291 @@
+// The staged all-to-all (collective/detail/staged_alltoall.hpp) on zcoll::HostStaging: the steps a call on
+// device buffers takes — batches compressed in the space, bytes staged to host buffers, received streams
+// checked on the host and decompressed in batches — with memcpy for the copies. Its results are checked
+// against the exact inputs and against the host call on the same data, bit for bit.
+#include <catch2/catch.hpp>
+
+#include "support/thread_safe_assertions.hpp"
+#include "support/collective_data.hpp"
+#include "support/faulty_transport.hpp"
+#include "support/raised_by_ranks.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "zcoll/codec/cast.hpp"
+#include "zcoll/codec/rowwise.hpp"
+#include "zcoll/collective/compressed.hpp"
+#include "zcoll/collective/host_staging.hpp"
+#include "zcoll/schedule/schedules.hpp"
+#include "zcoll/transport/local.hpp"
+
+using zcoll::transport::Local;
+using zcoll::transport::run_local;
+using zcoll_test::raised_by_ranks;
+using zcoll_test::contribution;
+using zcoll_test::eb;
+using zcoll_test::require_equal;
+using zcoll_test::require_within;
+
+namespace {
+
+
+const std::vector<int> rank_counts = {1, 2, 3, 4, 7, 8, 16};
+
+/// HostStaging with batches of at most two streams: runs are cut as a GPU's 64-stream launches are.
+class TwoStreamBatches : public zcoll::HostStaging {
+ public:
+  static constexpr std::size_t max_batch_streams() { return 2; }
+};
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+/// The codec for a test: row-wise codecs get rows of `row` values.
+template <class Codec>
+Codec codec_for(std::size_t row) {
+  if constexpr (std::is_same_v<Codec, zcoll::Int8>) {
+    return Codec{{.shape = {1, row}}};
+  } else {
+    return Codec{{.error_bound = zcoll::absolute(eb)}};
+  }
+}
+
+/// The bound an element of a compressed block keeps: the codec's own for casts and row-wise codecs
+/// (stated in the report), eb for the others.
+template <class Codec>
+double element_bound(const zcoll::collective_report& report) {
+  if constexpr (std::is_same_v<Codec, zcoll::Identity>) return 0.0;
+  else if constexpr (Codec::uses_error_bound) return eb;
+  else return report.error_bound;
+}
+
+/// One alltoall of `n` values a block on every rank count, staged on `Space` and on the host: equal bit
+/// for bit, within the bound of the exact blocks, the own block exact.
+template <class Codec, class T, class Space = zcoll::HostStaging>
+void check_staged_alltoall(std::size_t n) {
+  for (int p : rank_counts) {
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, Codec> coll{t, codec_for<Codec>(16)};
+      Space staging;
+      const auto total = n * static_cast<std::size_t>(p);
+      const auto in = contribution<T>(t.rank(), total);
+      std::vector<T> staged(total, T(-1)), host(total, T(-2));
+      coll.alltoall(staging, std::span<const T>(in), std::span<T>(staged));
+      const zcoll::collective_report staged_report = coll.last_report();
+      coll.alltoall(std::span<const T>(in), std::span<T>(host));
+      const std::string what = std::string("staged alltoall ") + Codec::name() + " p=" + std::to_string(p) + " rank " +
+                               std::to_string(t.rank());
+      require_equal<T>(staged, host, what + " against the host call");
+      for (int src = 0; src < p; ++src) {
+        const auto theirs = contribution<T>(src, total);
+        const auto block = [&](std::span<const T> values, int b) { return values.subspan(n * static_cast<std::size_t>(b), n); };
+        require_within<T>(block(staged, src), block(theirs, t.rank()), src == t.rank() ? 0.0 : element_bound<Codec>(staged_report),
+                          what + " from " + std::to_string(src));
+      }
+      REQUIRE(staged_report.operation == std::string("alltoall (staged)"));
+      REQUIRE(staged_report.compressed == (p > 1 && n > 0 && !std::is_same_v<Codec, zcoll::Identity>));
+      REQUIRE(staged_report.error_bound == coll.last_report().error_bound);
+    });
+  }
+}
+
+/// Values rank `from` sends rank `to` in the alltoallv tests: 0 for some pairs, up to 640 for others,
+/// whole rows of 16.
+std::size_t alltoallv_count(int from, int to) {
+  return (from + 2 * to) % 5 == 0 ? 0 : static_cast<std::size_t>((from * 131 + to * 71) % 40) * 16;
+}
+
+/// One staged alltoallv on every rank count: equal to the host call, small blocks (and the own) exact.
+template <class Codec, class Space>
+void check_staged_alltoallv(std::size_t min_compressed_bytes) {
+  for (int p : rank_counts) {
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, Codec> coll{t, codec_for<Codec>(16), {.min_compressed_bytes = min_compressed_bytes}};
+      Space staging;
+      const int me = t.rank();
+      std::vector<std::size_t> send_counts, recv_counts;
+      std::vector<float> in;
+      for (int b = 0; b < p; ++b) {
+        send_counts.push_back(alltoallv_count(me, b));
+        recv_counts.push_back(alltoallv_count(b, me));
+        const auto block = contribution<float>(me * 100 + b, send_counts.back());
+        in.insert(in.end(), block.begin(), block.end());
+      }
+      const std::size_t received = std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0});
+      std::vector<float> staged(received, -7.0f), host(received, -8.0f);
+      coll.alltoallv(staging, std::span<const float>(in), std::span<const std::size_t>(send_counts), std::span<float>(staged),
+                     std::span<const std::size_t>(recv_counts));
+      const zcoll::collective_report staged_report = coll.last_report();
+      coll.alltoallv(std::span<const float>(in), std::span<const std::size_t>(send_counts), std::span<float>(host),
+                     std::span<const std::size_t>(recv_counts));
+      const std::string what = "staged alltoallv p=" + std::to_string(p) + " rank " + std::to_string(me);
+      require_equal<float>(staged, host, what + " against the host call");
+      std::size_t at = 0;
+      for (int src = 0; src < p; ++src) {
+        const auto want = contribution<float>(src * 100 + me, recv_counts[static_cast<std::size_t>(src)]);
+        const bool raw = src == me || want.size() * sizeof(float) < min_compressed_bytes;
+        require_within<float>(std::span<const float>(staged).subspan(at, want.size()), want,
+                              raw ? 0.0 : element_bound<Codec>(staged_report), what + " from " + std::to_string(src));
+        at += want.size();
+      }
+      REQUIRE(staged_report.compressed == coll.last_report().compressed);
+      REQUIRE(staged_report.error_bound == coll.last_report().error_bound);
+    });
+  }
+}
+
+
+}  // namespace
+
+TEST_CASE("Staged alltoall on host staging: the host call's values bit for bit, every element within the bound, "
+          "1 to 16 ranks",
+          "[collective][alltoall][staged]") {
+  check_staged_alltoall<zcoll::FZLight, float>(513);
+  check_staged_alltoall<zcoll::FZLight, double>(4100);  // more than one chunk a block
+  check_staged_alltoall<zcoll::Int8, float>(16 * 33);
+  check_staged_alltoall<zcoll::FP16, float>(257);
+  check_staged_alltoall<zcoll::Identity, double>(100);
+  check_staged_alltoall<zcoll::FZLight, float, TwoStreamBatches>(300);  // runs of two streams
+  check_staged_alltoall<zcoll::FZLight, float>(0);                      // nothing to move
+}
+
+TEST_CASE("Staged alltoallv: blocks of every length, empty ones, raw small ones, batches of two streams",
+          "[collective][alltoall][staged]") {
+  check_staged_alltoallv<zcoll::FZLight, zcoll::HostStaging>(0);
+  check_staged_alltoallv<zcoll::FZLight, zcoll::HostStaging>(1000);  // blocks under 250 floats travel raw
+  check_staged_alltoallv<zcoll::FZLight, TwoStreamBatches>(1000);    // raw blocks cut the runs too
+  check_staged_alltoallv<zcoll::Int8, TwoStreamBatches>(0);
+  check_staged_alltoallv<zcoll::Identity, zcoll::HostStaging>(0);
+}
+
+TEST_CASE("Staged calls: argument errors name the argument, a space serves one call in flight, and is reused by "
+          "calls of other sizes",
+          "[collective][alltoall][staged]") {
+  run_local(3, [](Local& t) {
+    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
+    zcoll::HostStaging staging;
+    std::vector<float> in(10), out(10);
+    REQUIRE_THAT(zcoll_test::error_of<zcoll::argument_error>([&] {
+                   coll.alltoall(staging, std::span<const float>(in), std::span<float>(out));
+                 }),
+                 Catch::Matchers::EndsWith("alltoall: in has 10 values, not a multiple of the 3 ranks"));
+    const std::vector<std::size_t> counts = {1, 2, 3};
+    REQUIRE_THAT(zcoll_test::error_of<zcoll::argument_error>([&] {
+                   coll.alltoallv(staging, std::span<const float>(in), std::span<const std::size_t>(counts), std::span<float>(out),
+                                  std::span<const std::size_t>(counts));
+                 }),
+                 Catch::Matchers::EndsWith("alltoallv: send_counts add up to 6 values, in holds 10"));
+    REQUIRE_FALSE(staging.in_use());  // a refused call does not keep the space
+    // Calls of growing and shrinking sizes on one space, one after the other; two in flight at once are refused.
+    for (const std::size_t n : {3000u, 12u, 9000u, 0u, 700u}) {
+      const auto values = contribution<float>(t.rank(), 3 * n);
+      std::vector<float> got(3 * n);
+      auto request = coll.alltoall_async(staging, std::span<const float>(values), std::span<float>(got));
+      std::vector<float> other(3 * n);
+      REQUIRE_THAT(zcoll_test::error_of<zcoll::argument_error>([&] {
+                     (void)coll.alltoall_async(staging, std::span<const float>(values), std::span<float>(other));
+                   }),
+                   Catch::Matchers::EndsWith("alltoall (staged): staging is lent to a call still in flight; give each "
+                                             "call in flight a staging space of its own"));
+      request.wait();
+      REQUIRE_FALSE(staging.in_use());
+      for (int src = 0; src < 3; ++src) {
+        const auto theirs = contribution<float>(src, 3 * n);
+        require_within<float>(std::span<const float>(got).subspan(n * static_cast<std::size_t>(src), n),
+                              std::span<const float>(theirs).subspan(n * static_cast<std::size_t>(t.rank()), n),
+                              src == t.rank() ? 0.0 : eb, "n=" + std::to_string(n));
+      }
+    }
+  });
+}
+
+TEST_CASE("Staged calls in verify mode: a damaged block, counts that disagree, a row the codec refuses and a rank "
+          "that makes the host call: every rank raises the same error, and the collective goes on",
+          "[collective][alltoall][staged][fault][verify]") {
+  using Faulty = zcoll_test::Faulty<Local>;
+  const zcoll::collective_config verify{.verify = true};
+  constexpr std::size_t n = 1600;
+  const auto alltoall = [](auto& coll, auto& staging, int rank) {
+    const auto in = contribution<float>(rank, n * 4);
+    std::vector<float> out(n * 4);
+    coll.alltoall(staging, std::span<const float>(in), std::span<float>(out));
+    return out;
+  };
+  SECTION("a block of another value type from rank 1") {
+    raised_by_ranks raised;
+    run_local(4, [&](Local& t) {
+      auto armed = std::make_shared<std::atomic<bool>>(true);
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{Faulty(t, 1, zcoll_test::retype, armed),
+                                                              zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, verify};
+      zcoll::HostStaging staging;
+      raised.add(zcoll_test::error_of<zcoll::format_error>([&] { alltoall(coll, staging, t.rank()); }));
+      *armed = false;
+      const auto out = alltoall(coll, staging, t.rank());  // nothing left behind: the next call works
+      require_within<float>(std::span<const float>(out).first(n), std::span<const float>(contribution<float>(0, n * 4)).subspan(n * static_cast<std::size_t>(t.rank()), n),
+                            t.rank() == 0 ? 0.0 : eb, "after the failed call");
+    });
+    const std::string agreed = raised.agreed();
+    CHECK(contains(agreed, "alltoall (staged) (verify): rank "));
+    CHECK(contains(agreed, "block from rank 1: stream holds f64 values, not f32"));
+  }
+  SECTION("alltoallv counts that disagree") {
+    raised_by_ranks raised;
+    run_local(4, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, verify};
+      zcoll::HostStaging staging;
+      std::vector<std::size_t> send(4, 500), recv(4, 500);
+      if (t.rank() == 1) send[3] = 499;  // rank 3 expects 500
+      const auto in = contribution<float>(t.rank(), std::accumulate(send.begin(), send.end(), std::size_t{0}));
+      std::vector<float> out(2000);
+      raised.add(zcoll_test::error_of<zcoll::format_error>([&] {
+        coll.alltoallv(staging, std::span<const float>(in), std::span<const std::size_t>(send), std::span<float>(out),
+                       std::span<const std::size_t>(recv));
+      }));
+    });
+    const std::string agreed = raised.agreed();
+    CHECK(contains(agreed, "rank 1 sends a block of 499 values where this rank expects 500"));
+  }
+  SECTION("a NaN in a row of Int8") {
+    raised_by_ranks raised;
+    run_local(3, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, zcoll::Int8> coll{t, zcoll::Int8{{.shape = {1, 16}}}, verify};
+      zcoll::HostStaging staging;
+      auto in = contribution<float>(t.rank(), 3 * 64);
+      if (t.rank() == 2) in[5] = std::numeric_limits<float>::quiet_NaN();  // in rank 2's block for rank 0
+      std::vector<float> out(in.size());
+      raised.add(zcoll_test::error_of<zcoll::error>([&] {
+        coll.alltoall(staging, std::span<const float>(in), std::span<float>(out));
+      }));
+    });
+    const std::string agreed = raised.agreed();
+    CHECK(contains(agreed, "alltoall (staged) (verify): rank 2 failed: quantize_rows: row 0, column 5 holds nan"));
+  }
+  SECTION("one rank makes the host call") {
+    raised_by_ranks raised;
+    run_local(3, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, verify};
+      zcoll::HostStaging staging;
+      const auto in = contribution<float>(t.rank(), 3 * 100);
+      std::vector<float> out(in.size());
+      raised.add(zcoll_test::error_of<zcoll::argument_error>([&] {
+        if (t.rank() == 2) {
+          coll.alltoall(std::span<const float>(in), std::span<float>(out));
+        } else {
+          coll.alltoall(staging, std::span<const float>(in), std::span<float>(out));
+        }
+      }));
+    });
+    // Each rank names its own call; all name rank 2's operation as the one that differs.
+    const std::set<std::string> texts = raised.all();
+    CHECK(texts.size() == 2);
+    for (const std::string& text : texts) CHECK(contains(text, "rank 2 passed operation"));
+  }
+}
