@@ -56,6 +56,7 @@
 #include "zcoll/codec/add.hpp"
 #include "zcoll/codec/registry.hpp"
 #include "zcoll/collective/compressed.hpp"
+#include "zcoll/collective/host_staging.hpp"
 #include "zcoll/schedule/schedules.hpp"
 #include "zcoll/transport/any.hpp"
 #include "zcoll/transport/local.hpp"
@@ -104,6 +105,9 @@ struct coll_options {
   /// --homomorphic: collective_config::homomorphic of each pass over the sizes (on, off, or both in one run)
   std::vector<bool> homomorphic_passes = {false};
   bool homomorphic = false;  // this pass's
+  /// --staging: whether the compressed alltoall(v) of each pass runs through zcoll::HostStaging
+  std::vector<bool> staging_passes = {false};
+  bool staged = false;  // this pass's
   std::string csv;
   std::string json;
 };
@@ -218,6 +222,7 @@ struct coll_codec {
   bool on_rows = false;           ///< works on rows (the codec's shape.back()): f32 only here
   bool uses_error_bound = false;  ///< false: a bound of its own (per row, or none: identity)
   bool adds_streams = false;      ///< zcoll::addable_codec: --homomorphic applies to its sums
+  bool stateless = false;         ///< keeps no state between calls: --staging applies
 };
 
 const std::vector<coll_codec>& coll_codecs() {
@@ -227,7 +232,7 @@ const std::vector<coll_codec>& coll_codecs() {
       if constexpr (Entry::traits.collective != zcoll::collective_use::none) {
         list.push_back({std::string(Entry::name), Entry::type::name(), Entry::traits.collective,
                         Entry::traits.input == zcoll::codec_input::rows, Entry::type::uses_error_bound,
-                        zcoll::addable_codec<typename Entry::type>});
+                        zcoll::addable_codec<typename Entry::type>, !zcoll::stateful_codec<typename Entry::type>});
       }
     });
     return list;
@@ -363,6 +368,12 @@ run and output:
                         .homomorphic-on or -off appended). It applies to the sums (allreduce,
                         reduce_scatter) of a codec whose streams add (fzlight): the last column of --csv,
                         homomorphic, says on or off there and - elsewhere
+  --staging off|host|off,host
+                        alltoall and alltoallv: the compressed call as it is (off) or through
+                        zcoll::HostStaging (host: the steps of the call on device buffers — blocks
+                        compressed in batches, bytes staged in buffers of the space — on host memory);
+                        off,host runs both, one table each, in this run (file names of the second pass
+                        get .staging-host appended)
   --overlap             also time the compressed call started non-blocking (*_async) beside a compute
                         loop as long as the call: the pair polling request::test() from the loop, and the
                         pair with collective_config::progress_thread (under MPI: MPI_THREAD_MULTIPLE);
@@ -396,7 +407,14 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     }
     if (i + 1 >= argc) usage_error(fmt::format("{} needs a value", flag));
     const std::string value = argv[++i];
-    if (flag == "--homomorphic") {
+    if (flag == "--staging") {
+      o.staging_passes.clear();
+      for (const auto& setting : split(value, ',')) {
+        if (setting != "off" && setting != "host") usage_error(fmt::format("--staging: '{}' is neither off nor host", setting));
+        o.staging_passes.push_back(setting == "host");
+      }
+      if (o.staging_passes.empty()) usage_error("--staging needs off, host or off,host");
+    } else if (flag == "--homomorphic") {
       o.homomorphic_passes.clear();
       for (const auto& setting : split(value, ',')) {
         if (setting != "on" && setting != "off") usage_error(fmt::format("--homomorphic: '{}' is neither on nor off", setting));
@@ -492,6 +510,11 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
       usage_error(fmt::format("--row: {} is not the embeddings' dim {}", o.row_length, dim));
     }
     o.row_length = dim;
+  }
+  const bool any_staging = std::find(o.staging_passes.begin(), o.staging_passes.end(), true) != o.staging_passes.end();
+  if (any_staging && o.op != collective_op::alltoall) usage_error("--staging host: staged calls are alltoall and alltoallv");
+  if (any_staging && !codec_of(o.codec).stateless) {
+    usage_error(fmt::format("--staging host: --codec {} keeps state on the host; staged calls take codecs without", o.codec));
   }
   if (bounds_given > 1) usage_error("give one error bound: --abs E or --rel R, once");
   if (o.input.empty() == o.synthetic.empty()) usage_error("give exactly one of --input FILE and --synthetic NAME");
@@ -801,7 +824,12 @@ struct rank_env {
 template <class T, class S, class Codec>
 zcoll::request invoke_async(zcoll::Compressed<S, Codec>& coll, collective_op op, std::span<const T> in, std::span<T> out,
                             int root, const std::vector<std::size_t>* send_counts = nullptr,
-                            const std::vector<std::size_t>* recv_counts = nullptr) {
+                            const std::vector<std::size_t>* recv_counts = nullptr, zcoll::HostStaging* staging = nullptr) {
+  if constexpr (S::supports(collective_op::alltoall) && !zcoll::stateful_codec<Codec>) {
+    if (staging != nullptr && send_counts != nullptr) return coll.template alltoallv_async<zcoll::HostStaging, T>(*staging, in, *send_counts, out, *recv_counts);
+    if (staging != nullptr && op == collective_op::alltoall) return coll.template alltoall_async<zcoll::HostStaging, T>(*staging, in, out);
+  }
+  if (staging != nullptr) throw std::logic_error("zcoll-bench coll: --staging host takes alltoall(v) with a codec without state");
   if (send_counts) {
     if constexpr (S::supports(collective_op::alltoall)) {
       return coll.template alltoallv_async<T>(in, *send_counts, out, *recv_counts);
@@ -1100,8 +1128,9 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
     const std::vector<std::size_t>* receives = o.variable_blocks ? &recv_counts : nullptr;
     rank_numbers numbers;  // the report is the last call's: the compressed variant's, which runs last
     // One blocking call: started and waited on; its report is kept.
-    const auto call = [&](auto& coll) {
-      zcoll::request r = invoke_async<T>(coll, op, in, out, o.root, sends, receives);
+    zcoll::HostStaging staging{zcoll::exec::Host{.threads = o.threads}};
+    const auto call = [&](auto& coll, zcoll::HostStaging* through = nullptr) {
+      zcoll::request r = invoke_async<T>(coll, op, in, out, o.root, sends, receives, through);
       r.wait();
       numbers.report = r.report();
     };
@@ -1135,7 +1164,7 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
     {
       zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, config};
       std::fill(output.begin(), output.end(), T(0));
-      numbers.compressed_s = time_calls(env.control, o.repeat, prepare, [&] { call(packed); });
+      numbers.compressed_s = time_calls(env.control, o.repeat, prepare, [&] { call(packed, o.staged ? &staging : nullptr); });
       numbers.compressed_error = error_of(out);
     }
     if (o.overlap) {
@@ -1147,7 +1176,7 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       {
         zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, config};
         numbers.polling_s = time_calls(env.control, o.repeat, prepare, [&] {
-          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives);
+          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives, o.staged ? &staging : nullptr);
           sink = sink + compute_steps(steps, steps / 256 + 1, [&] { r.test(); });
           r.wait();
         });
@@ -1157,7 +1186,7 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
         threaded.progress_thread = true;
         zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, threaded};
         numbers.thread_s = time_calls(env.control, o.repeat, prepare, [&] {
-          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives);
+          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives, o.staged ? &staging : nullptr);
           sink = sink + compute_steps(steps, 0, [] {});
           r.wait();
         });
@@ -1227,24 +1256,28 @@ std::string codec_title(const coll_options& o) {
     return fmt::format("{} ({}, {}, vectors of {})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), o.row_length);
   }
   const std::string sums = homomorphic_applies(o) ? fmt::format(", homomorphic {}", homomorphic_title(o)) : "";
-  return fmt::format("{} ({}, {}{})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), sums);
+  const std::string staged = o.staged ? ", staged on the host" : "";
+  return fmt::format("{} ({}, {}{}{})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), sums, staged);
 }
 
-/// Runs `pass(options)` once per --homomorphic setting, in the order given; with more than one, the
-/// --csv and --json files of the passes after the first get ".homomorphic-on" or "-off" appended.
-/// Returns the worst exit status.
+/// Runs `pass(options)` once per --homomorphic and --staging setting, in the order given; with more than
+/// one, the --csv and --json files of the later passes get ".homomorphic-on"/"-off" and ".staging-host"/
+/// "-off" appended. Returns the worst exit status.
 template <class Pass>
 int for_each_pass(const coll_options& o, Pass pass) {
   int status = 0;
   for (std::size_t k = 0; k < o.homomorphic_passes.size(); ++k) {
-    coll_options p = o;
-    p.homomorphic = o.homomorphic_passes[k];
-    if (k > 0) {
-      const std::string suffix = p.homomorphic ? ".homomorphic-on" : ".homomorphic-off";
+    for (std::size_t j = 0; j < o.staging_passes.size(); ++j) {
+      coll_options p = o;
+      p.homomorphic = o.homomorphic_passes[k];
+      p.staged = o.staging_passes[j];
+      std::string suffix;
+      if (k > 0) suffix += p.homomorphic ? ".homomorphic-on" : ".homomorphic-off";
+      if (j > 0) suffix += p.staged ? ".staging-host" : ".staging-off";
       if (!p.csv.empty()) p.csv += suffix;
       if (!p.json.empty()) p.json += suffix;
+      status = std::max(status, pass(p));
     }
-    status = std::max(status, pass(p));
   }
   return status;
 }

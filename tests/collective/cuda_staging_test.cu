@@ -99,6 +99,43 @@ TEST_CASE("cuda::Staging: alltoallv with empty, raw and compressed blocks, and m
   });
 }
 
+TEST_CASE("cuda::Staging: allgather, bcast and gather on device buffers give the host calls' values bit for bit",
+          "[cuda][collective]") {
+  constexpr std::size_t n = 4000;
+  for (const int p : {1, 2, 3, 4, 7}) {
+    run_local(p, [&](Local& t) {
+      const auto total = n * static_cast<std::size_t>(p);
+      const auto mine = contribution<float>(t.rank(), n);
+      rank_stream stream;
+      zcoll::cuda::Staging staging{stream.get()};
+      device_bytes d_mine = device_bytes::from(std::span<const float>(mine)), d_all(total * sizeof(float));
+      const std::span<float> all_on_device(d_all.as<float>(), total);
+      std::vector<float> host(total);
+      const std::string rank = " rank " + std::to_string(t.rank()) + " of " + std::to_string(p);
+
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
+      ring.allgather(staging, std::span<const float>(d_mine.as<float>(), n), all_on_device);
+      ring.allgather(std::span<const float>(mine), std::span<float>(host));
+      zcoll_test::require_equal<float>(d_all.to_host<float>(total), host, "allgather" + rank);
+
+      zcoll::Compressed<zcoll::ScatterAllgather, zcoll::FZLight> pieces{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
+      const auto sent = contribution<float>(50, total);
+      zcoll::cuda::check_call(cudaMemcpy(d_all.as<float>(), sent.data(), total * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+      pieces.bcast(staging, all_on_device, 0);
+      host = sent;
+      pieces.bcast(std::span<float>(host), 0);
+      zcoll_test::require_equal<float>(d_all.to_host<float>(total), host, "bcast" + rank);
+
+      zcoll::Compressed<zcoll::BinomialTree, zcoll::Int8> tree{t, zcoll::Int8{{.shape = {1, 40}}}};
+      const int root = p - 1;
+      const bool at_root = t.rank() == root;
+      tree.gather(staging, std::span<const float>(d_mine.as<float>(), n), at_root ? all_on_device : std::span<float>{}, root);
+      tree.gather(std::span<const float>(mine), at_root ? std::span<float>(host) : std::span<float>{}, root);
+      if (at_root) zcoll_test::require_equal<float>(d_all.to_host<float>(total), host, "gather" + rank);
+    });
+  }
+}
+
 TEST_CASE("cuda::Staging: a damaged block is a format_error naming its sender on every rank (verify mode)",
           "[cuda][collective]") {
   std::atomic<int> raised{0};

@@ -45,6 +45,7 @@
 #include "zcoll/collective/detail/movement.hpp"
 #include "zcoll/collective/detail/reduction.hpp"
 #include "zcoll/collective/detail/staged_alltoall.hpp"
+#include "zcoll/collective/detail/staged_block_work.hpp"
 #include "zcoll/collective/detail/task.hpp"
 #include "zcoll/collective/request.hpp"
 #include "zcoll/collective/staging.hpp"
@@ -108,12 +109,10 @@ class Compressed {
   request allgather_async(std::span<const T> mine, std::span<T> all) {
     static_assert(S::supports(op_kind::allgather),
                   "Compressed::allgather: this schedule has no allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
-    auto fault = checked([&] {
-      check_size("allgather", "all", all.size(), per_rank_total("allgather", "mine.size() x ranks =", mine.size()));
-    });
+    auto fault = checked([&] { check_allgather(mine.size(), all.size()); });
     return start({"allgather", sizeof(T), mine.size()}, std::move(fault), mine.size_bytes(), mine.size_bytes(),
                  body_of<T>(mine, all, [](engine& e, detail::call_context& call, auto in, auto out) {
-                   return run_allgather<value_of<decltype(out)>>(e, call, in, out);
+                   return run_allgather<value_of<decltype(out)>>(e, call, host_work(e), in, out);
                  }));
   }
 
@@ -126,7 +125,7 @@ class Compressed {
     auto fault = checked([&] { check_root("bcast", root); });
     return start(what, std::move(fault), rank() == root ? data.size_bytes() : 0, data.size_bytes(),
                  body_of<T>({}, data, [root](engine& e, detail::call_context& call, auto, auto out) {
-                   return run_bcast<value_of<decltype(out)>>(e, call, out, root);
+                   return run_bcast<value_of<decltype(out)>>(e, call, host_work(e), out, root);
                  }));
   }
 
@@ -136,14 +135,10 @@ class Compressed {
   request scatter_async(std::span<const T> all, std::span<T> mine, int root) {
     static_assert(S::supports(op_kind::scatter), "Compressed::scatter: this schedule has no scatter; use zcoll::BinomialTree");
     const detail::call_description what{"scatter", sizeof(T), mine.size(), root};
-    auto fault = checked([&] {
-      check_root("scatter", root);
-      const std::size_t total = per_rank_total("scatter", "mine.size() x ranks =", mine.size());  // every rank raises alike
-      if (rank() == root) check_size("scatter", "all", all.size(), total);
-    });
+    auto fault = checked([&] { check_rooted_blocks("scatter", root, mine.size(), all.size()); });
     return start(what, std::move(fault), rank() == root ? all.size_bytes() : 0, mine.size_bytes(),
                  body_of<T>(all, mine, [root](engine& e, detail::call_context& call, auto in, auto out) {
-                   return run_scatter<value_of<decltype(out)>>(e, call, in, out, root);
+                   return run_scatter<value_of<decltype(out)>>(e, call, host_work(e), in, out, root);
                  }));
   }
 
@@ -152,14 +147,10 @@ class Compressed {
   request gather_async(std::span<const T> mine, std::span<T> all, int root) {
     static_assert(S::supports(op_kind::gather), "Compressed::gather: this schedule has no gather; use zcoll::BinomialTree");
     const detail::call_description what{"gather", sizeof(T), mine.size(), root};
-    auto fault = checked([&] {
-      check_root("gather", root);
-      const std::size_t total = per_rank_total("gather", "mine.size() x ranks =", mine.size());  // every rank raises alike
-      if (rank() == root) check_size("gather", "all", all.size(), total);
-    });
+    auto fault = checked([&] { check_rooted_blocks("gather", root, mine.size(), all.size()); });
     return start(what, std::move(fault), mine.size_bytes(), mine.size_bytes(),
                  body_of<T>(mine, all, [root](engine& e, detail::call_context& call, auto in, auto out) {
-                   return run_gather<value_of<decltype(out)>>(e, call, in, out, root);
+                   return run_gather<value_of<decltype(out)>>(e, call, host_work(e), in, out, root);
                  }));
   }
 
@@ -198,34 +189,78 @@ class Compressed {
                  }));
   }
 
-  // ---- on values in a staging space (device buffers) ----------------------------------------------
+  // ---- data movement on values in a staging space (device buffers) ---------------------------------
 
-  /// alltoall on values in `space`'s memory: device buffers with a zcoll::cuda::Staging
-  /// (<zcoll/collective/cuda_staging.cuh>), host buffers with a zcoll::HostStaging. The arguments and
-  /// results are the host call's; the blocks are compressed in the space in batches and only their
-  /// compressed bytes cross to the host for the transport (detail/staged_alltoall.hpp). Every rank makes
-  /// the staged call (verify mode tells it from the host call, whose wire differs). `space` and the
-  /// buffers must live until the request completes; a space serves one call in flight.
+  /// The data-movement calls on values in `space`'s memory: device buffers with a zcoll::cuda::Staging
+  /// (<zcoll/collective/cuda_staging.cuh>), host buffers with a zcoll::HostStaging. Arguments, checks and
+  /// results are the host calls'; the codec runs in the space in batches and only compressed bytes cross
+  /// to the host for the transport (detail/staged_block_work.hpp, detail/staged_alltoall.hpp). Every rank
+  /// makes the staged call (verify mode tells it from the host call). `space` and the buffers must live
+  /// until the request completes; a space serves one call in flight.
+  template <staging_space Space, floating_value T>
+  request allgather_async(Space& space, std::span<const T> mine, std::span<T> all) {
+    static_assert(S::supports(op_kind::allgather),
+                  "Compressed::allgather: this schedule has no allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
+    auto fault = checked([&] { check_allgather(mine.size(), all.size()); });
+    return start_staged({"allgather (staged)", sizeof(T), mine.size()}, std::move(fault), space, mine.size_bytes(), mine.size_bytes(),
+                        [mine, all](engine& e, detail::call_context& call, auto work) {
+                          return run_allgather<T>(e, call, std::move(work), mine, all);
+                        });
+  }
+
+  template <staging_space Space, floating_value T>
+  request bcast_async(Space& space, std::span<T> data, int root) {
+    static_assert(S::supports(op_kind::bcast),
+                  "Compressed::bcast: this schedule has no bcast; use zcoll::BinomialTree or zcoll::ScatterAllgather");
+    auto fault = checked([&] { check_root("bcast", root); });
+    return start_staged({"bcast (staged)", sizeof(T), data.size(), root}, std::move(fault), space,
+                        rank() == root ? data.size_bytes() : 0, data.size_bytes(),
+                        [data, root](engine& e, detail::call_context& call, auto work) {
+                          return run_bcast<T>(e, call, std::move(work), data, root);
+                        });
+  }
+
+  template <staging_space Space, floating_value T>
+  request scatter_async(Space& space, std::span<const T> all, std::span<T> mine, int root) {
+    static_assert(S::supports(op_kind::scatter), "Compressed::scatter: this schedule has no scatter; use zcoll::BinomialTree");
+    auto fault = checked([&] { check_rooted_blocks("scatter", root, mine.size(), all.size()); });
+    return start_staged({"scatter (staged)", sizeof(T), mine.size(), root}, std::move(fault), space,
+                        rank() == root ? all.size_bytes() : 0, mine.size_bytes(),
+                        [all, mine, root](engine& e, detail::call_context& call, auto work) {
+                          return run_scatter<T>(e, call, std::move(work), all, mine, root);
+                        });
+  }
+
+  template <staging_space Space, floating_value T>
+  request gather_async(Space& space, std::span<const T> mine, std::span<T> all, int root) {
+    static_assert(S::supports(op_kind::gather), "Compressed::gather: this schedule has no gather; use zcoll::BinomialTree");
+    auto fault = checked([&] { check_rooted_blocks("gather", root, mine.size(), all.size()); });
+    return start_staged({"gather (staged)", sizeof(T), mine.size(), root}, std::move(fault), space, mine.size_bytes(),
+                        mine.size_bytes(), [mine, all, root](engine& e, detail::call_context& call, auto work) {
+                          return run_gather<T>(e, call, std::move(work), mine, all, root);
+                        });
+  }
+
+  /// alltoall on values in `space`: the blocks of every destination compressed in batches (one launch
+  /// for up to 64 blocks on a GPU); its wire is alltoallv's.
   template <staging_space Space, floating_value T>
   request alltoall_async(Space& space, std::span<const T> in, std::span<T> out) {
     static_assert(S::supports(op_kind::alltoall), "Compressed::alltoall: this schedule has no alltoall; use zcoll::Pairwise");
     auto fault = checked([&] { check_alltoall("alltoall", in.size(), out.size()); });
     const std::vector<std::size_t> counts(static_cast<std::size_t>(size()), fault ? 0 : in.size() / static_cast<std::size_t>(size()));
-    std::vector<std::size_t> first = firsts_of(counts, fault);
-    return start_staged(detail::call_description{"alltoall (staged)", sizeof(T), in.size()}, std::move(fault), space, in, first,
-                        out, first);
+    std::vector<std::size_t> first = firsts_of(counts, fault);  // before `fault` moves
+    return start_staged_alltoall({"alltoall (staged)", sizeof(T), in.size()}, std::move(fault), space, in, first, out, first);
   }
 
-  /// alltoallv on values in `space`'s memory, as alltoall_async(space, ...) above; the counts are the
-  /// host call's.
+  /// alltoallv on values in `space`, as alltoall_async(space, ...); the counts are the host call's.
   template <staging_space Space, floating_value T>
   request alltoallv_async(Space& space, std::span<const T> in, std::span<const std::size_t> send_counts, std::span<T> out,
                           std::span<const std::size_t> recv_counts) {
     static_assert(S::supports(op_kind::alltoall), "Compressed::alltoallv: this schedule has no alltoall; use zcoll::Pairwise");
     auto fault = checked([&] { check_alltoallv("alltoallv", in.size(), send_counts, out.size(), recv_counts); });
     std::vector<std::size_t> send_first = firsts_of(send_counts, fault), recv_first = firsts_of(recv_counts, fault);
-    return start_staged(detail::call_description{"alltoallv (staged)", sizeof(T), 0}, std::move(fault), space, in,
-                        std::move(send_first), out, std::move(recv_first));
+    return start_staged_alltoall({"alltoallv (staged)", sizeof(T), 0}, std::move(fault), space, in, std::move(send_first), out,
+                                 std::move(recv_first));
   }
 
   // ---- reductions ----------------------------------------------------------------------------------
@@ -318,6 +353,18 @@ class Compressed {
   void alltoallv(std::span<const T> in, std::span<const std::size_t> send_counts, std::span<T> out,
                  std::span<const std::size_t> recv_counts) {
     complete(alltoallv_async<T>(in, send_counts, out, recv_counts));
+  }
+  template <staging_space Space, floating_value T>
+  void allgather(Space& space, std::span<const T> mine, std::span<T> all) { complete(allgather_async<Space, T>(space, mine, all)); }
+  template <staging_space Space, floating_value T>
+  void bcast(Space& space, std::span<T> data, int root) { complete(bcast_async<Space, T>(space, data, root)); }
+  template <staging_space Space, floating_value T>
+  void scatter(Space& space, std::span<const T> all, std::span<T> mine, int root) {
+    complete(scatter_async<Space, T>(space, all, mine, root));
+  }
+  template <staging_space Space, floating_value T>
+  void gather(Space& space, std::span<const T> mine, std::span<T> all, int root) {
+    complete(gather_async<Space, T>(space, mine, all, root));
   }
   template <staging_space Space, floating_value T>
   void alltoall(Space& space, std::span<const T> in, std::span<T> out) { complete(alltoall_async<Space, T>(space, in, out)); }
@@ -470,39 +517,55 @@ class Compressed {
     co_await finish(call);
   }
 
-  /// Starts a staged all-to-all (blocks' first values in send_first / recv_first) on `space`, which the
-  /// call holds until it completes.
-  template <staging_space Space, floating_value T>
+  /// Starts a staged call: `run(engine, call, work)` with the space's staged_block_work; the call holds
+  /// the space (a staging_claim in its coroutine frame) until it completes.
+  template <staging_space Space, class Run>
   request start_staged(const detail::call_description& what, std::optional<verify::fault_record> fault, Space& space,
-                       std::span<const T> in, std::vector<std::size_t> send_first, std::span<T> out,
-                       std::vector<std::size_t> recv_first) {
+                       std::size_t input_bytes, std::size_t block_bytes, Run run) {
     static_assert(!stateful_codec<Codec>, "Compressed: a staged call takes a codec without state; TopK, ErrorFeedback and "
                                           "Hybrid keep theirs on the host (use the call on host buffers)");
     staging_claim claim(space, what.operation);
-    return start(what, std::move(fault), in.size_bytes(), 0,
-                 [&space, in, out, send_first = std::move(send_first), recv_first = std::move(recv_first),
-                  claim = std::move(claim)](engine& e, detail::call_context& call) mutable {
-                   return run_with_finish(call, detail::staged_alltoallv<S, Codec, T>(call, e.coder, space, std::move(claim), in,
-                                                                                     std::move(send_first), out,
-                                                                                     std::move(recv_first), identity_codec));
+    return start(what, std::move(fault), input_bytes, block_bytes,
+                 [&space, run, claim = std::move(claim)](engine& e, detail::call_context& call) mutable {
+                   return holding(std::move(claim), run(e, call, detail::staged_block_work<Codec, Space>{e.coder, space}));
                  });
   }
 
+  /// A staged alltoall(v) (blocks' first values in send_first / recv_first).
+  template <staging_space Space, floating_value T>
+  request start_staged_alltoall(const detail::call_description& what, std::optional<verify::fault_record> fault, Space& space,
+                                std::span<const T> in, std::vector<std::size_t> send_first, std::span<T> out,
+                                std::vector<std::size_t> recv_first) {
+    return start_staged(what, std::move(fault), space, in.size_bytes(), 0,
+                        [in, out, send_first = std::move(send_first), recv_first = std::move(recv_first)](
+                            engine& e, detail::call_context& call, auto work) {
+                          return run_with_finish(call, detail::staged_alltoallv<S, Codec, T>(call, e.coder, work.space, in, send_first,
+                                                                                            out, recv_first, identity_codec));
+                        });
+  }
+
+  /// `body`, with the space held while it runs.
+  static detail::task<> holding(staging_claim, detail::task<> body) { co_await std::move(body); }
+
+  /// The work of a data-movement call on host memory (detail/movement.hpp).
+  static detail::host_block_work<Codec> host_work(engine& e) { return {e.coder, e.coder.codec(), std::nullopt}; }
+
   // ---- the operations, each a coroutine over its call (parameters by value: they live in the frame) ---
 
-  template <floating_value T>
-  static detail::task<> run_allgather(engine& e, detail::call_context& call, std::span<const T> mine, std::span<T> all) {
+  // `work` moves and decodes the blocks: detail::host_block_work, or a staging space's staged_block_work.
+
+  template <floating_value T, class Work>
+  static detail::task<> run_allgather(engine&, detail::call_context& call, Work work, std::span<const T> mine, std::span<T> all) {
     const std::size_t n = mine.size();
     const int me = call.rank();
-    std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(me)));
+    work.copy_values(all.subspan(n * static_cast<std::size_t>(me), n), mine);
     const auto block = [all, n](int b) { return all.subspan(static_cast<std::size_t>(b) * n, n); };
-    co_await detail::move_blocks<S, Codec, T>(call, e.coder, e.coder.codec(), op_kind::allgather, 0,
-                                              movement_plan<T>(block, [me](int b) { return b == me; }));
+    co_await detail::move_blocks_with<S, T>(call, work, op_kind::allgather, 0, movement_plan<T>(block, [me](int b) { return b == me; }));
     co_await finish(call);
   }
 
-  template <floating_value T>
-  static detail::task<> run_bcast(engine& e, detail::call_context& call, std::span<T> data, int root) {
+  template <floating_value T, class Work>
+  static detail::task<> run_bcast(engine&, detail::call_context& call, Work work, std::span<T> data, int root) {
     // One block (the tree), or pieces (scatter + allgather): block b is the b-th of `blocks` pieces.
     const auto blocks = static_cast<std::size_t>(schedule::blocks_of<S>(op_kind::bcast, call.size()));
     const std::size_t n = data.size();
@@ -511,37 +574,38 @@ class Compressed {
       const auto lo = n * static_cast<std::size_t>(b) / blocks, hi = n * (static_cast<std::size_t>(b) + 1) / blocks;
       return data.subspan(lo, hi - lo);
     };
-    co_await detail::move_blocks<S, Codec, T>(call, e.coder, e.coder.codec(), op_kind::bcast, root,
-                                              movement_plan<T>(block, [is_root](int) { return is_root; }));
+    co_await detail::move_blocks_with<S, T>(call, work, op_kind::bcast, root, movement_plan<T>(block, [is_root](int) { return is_root; }));
     co_await finish(call);
   }
 
-  template <floating_value T>
-  static detail::task<> run_scatter(engine& e, detail::call_context& call, std::span<const T> all, std::span<T> mine, int root) {
+  template <floating_value T, class Work>
+  static detail::task<> run_scatter(engine&, detail::call_context& call, Work work, std::span<const T> all, std::span<T> mine,
+                                    int root) {
     const std::size_t n = mine.size();
     const int p = call.size(), me = call.rank();
     // Root-side blocks in relative order; the root's own block is copied exactly.
     const auto owner = [root, p](int k) { return (root + k) % p; };
-    if (me == root) std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(root)), n, mine.begin());
+    if (me == root) work.copy_values(mine, all.subspan(n * static_cast<std::size_t>(root), n));
     const detail::block_plan plan{
         [=](int k) { return me == root ? all.subspan(n * static_cast<std::size_t>(owner(k)), n) : std::span<const T>{}; },
         [=](int k) { return owner(k) == me && me != root ? mine : std::span<T>{}; }, [=](int) { return me == root; },
         [n](int) { return n; }};
-    co_await detail::move_blocks<S, Codec, T>(call, e.coder, e.coder.codec(), op_kind::scatter, root, plan);
+    co_await detail::move_blocks_with<S, T>(call, work, op_kind::scatter, root, plan);
     co_await finish(call);
   }
 
-  template <floating_value T>
-  static detail::task<> run_gather(engine& e, detail::call_context& call, std::span<const T> mine, std::span<T> all, int root) {
+  template <floating_value T, class Work>
+  static detail::task<> run_gather(engine&, detail::call_context& call, Work work, std::span<const T> mine, std::span<T> all,
+                                   int root) {
     const std::size_t n = mine.size();
     const int p = call.size(), me = call.rank();
     const auto owner = [root, p](int k) { return (root + k) % p; };
-    if (me == root) std::copy(mine.begin(), mine.end(), all.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(root)));
+    if (me == root) work.copy_values(all.subspan(n * static_cast<std::size_t>(root), n), mine);
     const detail::block_plan plan{
         [=](int k) { return owner(k) == me ? mine : std::span<const T>{}; },
         [=](int k) { return me == root && owner(k) != root ? all.subspan(n * static_cast<std::size_t>(owner(k)), n) : std::span<T>{}; },
         [=](int k) { return owner(k) == me; }, [n](int) { return n; }};
-    co_await detail::move_blocks<S, Codec, T>(call, e.coder, e.coder.codec(), op_kind::gather, root, plan);
+    co_await detail::move_blocks_with<S, T>(call, work, op_kind::gather, root, plan);
     co_await finish(call);
   }
 
@@ -790,6 +854,17 @@ class Compressed {
       throw argument_error(std::string(call) + ": " + counts_name + " add up to " + std::to_string(total) + " values, " +
                            buffer_name + " holds " + std::to_string(buffer_values));
     }
+  }
+
+  void check_allgather(std::size_t mine, std::size_t all) const {
+    check_size("allgather", "all", all, per_rank_total("allgather", "mine.size() x ranks =", mine));
+  }
+
+  /// scatter's and gather's: `all` (root's) holds size() blocks of `mine` values.
+  void check_rooted_blocks(const char* call, int root, std::size_t mine, std::size_t all) const {
+    check_root(call, root);
+    const std::size_t total = per_rank_total(call, "mine.size() x ranks =", mine);  // every rank raises alike
+    if (rank() == root) check_size(call, "all", all, total);
   }
 
   void check_alltoall(const char* call, std::size_t in, std::size_t out) const {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -87,12 +88,77 @@ inline std::span<const std::byte> contiguous_or_staged(call_scratch& s, int firs
   return std::span<const std::byte>(s.staging).first(total);
 }
 
-/// Moves the blocks of `plan` along S's rounds for `op` (rooted at `root`): held blocks compressed once
-/// (under error-feedback keys when `feedback` names an operation), sizes then bytes, every block this
-/// rank keeps decompressed once at the end. Returns the largest bound of the blocks it compressed.
-template <class S, codec Codec, floating_value T, class Plan>
-task<double> move_blocks(call_context& call, block_codec<Codec>& coder, const Codec& codec, schedule::collective_op op, int root,
-                         Plan plan, std::optional<schedule::collective_op> feedback = std::nullopt) {
+/// Where move_blocks' held blocks went (s.held_offsets, s.blocks[b].size and s.sizes when compressed):
+/// the arena bytes they take, the largest bound of those compressed, and whether their bytes are in the
+/// arena (else the raw ones are sent from where they are).
+struct held_blocks {
+  std::size_t end = 0;
+  double bound = 0.0;
+  bool in_arena = false;
+};
+
+/// move_blocks' work on the blocks on host memory: each held block compressed once by the collective's
+/// block_codec (under error-feedback keys when `feedback` names an operation), raw ones sent from where
+/// they are, raw received ones landing in their destinations where those are adjacent, each kept block
+/// decoded. (A staging space's is staged_block_work, detail/staged_movement.hpp.)
+template <codec Codec>
+struct host_block_work {
+  block_codec<Codec>& coder;
+  const Codec& codec;
+  std::optional<schedule::collective_op> feedback;
+
+  static constexpr bool lands_in_place = true;
+
+  template <floating_value T>
+  void copy_values(std::span<T> to, std::span<const T> from) const {
+    std::copy(from.begin(), from.end(), to.begin());
+  }
+
+  template <floating_value T>
+  std::uint64_t peer_size(call_context& call, std::uint64_t bytes, std::size_t values, int peer) const {
+    return coder.template peer_size<T>(call, bytes, values, peer);
+  }
+
+  template <floating_value T, class Plan>
+  held_blocks encode_held(call_context& call, const Plan& plan, int blocks) {
+    call_scratch& s = call.scratch();
+    held_blocks held{.in_arena = call.compress_now};
+    for (int b = 0; b < blocks; ++b) {
+      if (!plan.held(b)) continue;
+      const auto index = static_cast<std::size_t>(b);
+      const std::span<const T> source = plan.source(b);
+      if (call.compress_now) {
+        const state_key key = feedback ? coder.hop_key(*feedback, 0, b, source.size()) : coder.no_feedback;
+        const encoded_block written = coder.template encode<T>(call, codec, source, s.arena, held.end, key);
+        held.bound = std::max(held.bound, written.error_bound);
+        s.held_offsets[index] = written.offset;  // located once the arena stops growing
+        s.blocks[index].size = written.size;
+        s.sizes[index] = written.size;
+        held.end += written.size;
+      } else {
+        s.blocks[index] = {reinterpret_cast<const std::byte*>(source.data()), source.size_bytes()};
+      }
+    }
+    return held;
+  }
+
+  template <floating_value T, class Plan>
+  void decode_kept(call_context& call, const Plan& plan, int blocks) {
+    call_scratch& s = call.scratch();
+    for (int b = 0; b < blocks; ++b) {
+      const std::span<T> dest = plan.destination(b);
+      const block_location located = s.blocks[static_cast<std::size_t>(b)];
+      if (plan.held(b) || dest.empty() || located.data == reinterpret_cast<const std::byte*>(dest.data())) continue;
+      coder.template decode<T>(call, codec, std::span<const std::byte>(located.data, located.size), dest, located.from);
+    }
+  }
+};
+
+/// Moves the blocks of `plan` along S's rounds for `op` (rooted at `root`): the held blocks encoded once
+/// by `work`, sizes then bytes, every block this rank keeps decoded once by `work` at the end. Returns
+/// the largest bound of the blocks it compressed.
+template <class S, floating_value T, class Work, class Plan>
+task<double> move_blocks_with(call_context& call, Work& work, schedule::collective_op op, int root, Plan plan) {
   call_scratch& s = call.scratch();
   const int p = call.size(), me = call.rank();
   const int blocks = schedule::blocks_of<S>(op, p);
@@ -100,26 +166,10 @@ task<double> move_blocks(call_context& call, block_codec<Codec>& coder, const Co
   const auto index = [](int b) { return static_cast<std::size_t>(b); };
   s.blocks.assign(index(blocks), block_location{});
   s.sizes.assign(index(blocks), 0);
-  // Held blocks: compressed once, back to back at the start of the arena; uncompressed, they are sent
-  // from where they are.
-  std::size_t end = 0;
-  double held_bound = 0.0;
   s.held_offsets.assign(index(blocks), 0);
-  for (int b = 0; b < blocks; ++b) {
-    if (!plan.held(b)) continue;
-    const std::span<const T> source = plan.source(b);
-    if (call.compress_now) {
-      const state_key key = feedback ? coder.hop_key(*feedback, 0, b, source.size()) : coder.no_feedback;
-      const encoded_block written = coder.template encode<T>(call, codec, source, s.arena, end, key);
-      held_bound = std::max(held_bound, written.error_bound);
-      s.held_offsets[index(b)] = written.offset;  // located once the arena stops growing, below
-      s.blocks[index(b)].size = written.size;
-      s.sizes[index(b)] = written.size;
-      end += written.size;
-    } else {
-      s.blocks[index(b)] = {reinterpret_cast<const std::byte*>(source.data()), source.size_bytes()};
-    }
-  }
+  // Held blocks: compressed once, back to back at the start of the arena.
+  const held_blocks held = work.template encode_held<T>(call, plan, blocks);
+  std::size_t end = held.end;
   // Sizes: uncompressed, every rank knows them; compressed, they travel first, over the same schedule
   // with one 8-byte word per block.
   if (call.compress_now) {
@@ -129,7 +179,7 @@ task<double> move_blocks(call_context& call, block_codec<Codec>& coder, const Co
                              std::as_writable_bytes(word_range(s, st.recv)), wire::size_tag, 0);
       // Checked before the arena is sized by them (a hostile word must not allocate).
       for (int b = st.recv.first_block; st.recv.active() && b < st.recv.first_block + st.recv.block_count; ++b) {
-        s.sizes[index(b)] = coder.template peer_size<T>(call, s.sizes[index(b)], plan.values_of(b), st.recv.peer);
+        s.sizes[index(b)] = work.template peer_size<T>(call, s.sizes[index(b)], plan.values_of(b), st.recv.peer);
       }
     }
   } else {
@@ -143,11 +193,13 @@ task<double> move_blocks(call_context& call, block_codec<Codec>& coder, const Co
   for (int r = 0; r < rounds; ++r) {
     const schedule::step st = S::at(op, p, me, r, root);
     if (!st.recv.active()) continue;
-    if (!call.compress_now) s.direct[static_cast<std::size_t>(r)] = adjacent_destinations<T>(s, st.recv, plan.destination);
+    if (!call.compress_now && Work::lands_in_place) {
+      s.direct[static_cast<std::size_t>(r)] = adjacent_destinations<T>(s, st.recv, plan.destination);
+    }
     if (s.direct[static_cast<std::size_t>(r)].empty()) arena_bytes += range_bytes(s, st.recv);
   }
   s.arena.resize(std::max(s.arena.size(), arena_bytes));
-  for (int b = 0; call.compress_now && b < blocks; ++b) {
+  for (int b = 0; held.in_arena && b < blocks; ++b) {
     if (plan.held(b)) s.blocks[index(b)].data = s.arena.data() + s.held_offsets[index(b)];
   }
   // Then the bytes; a send of blocks not adjacent in memory is staged into one buffer.
@@ -174,13 +226,17 @@ task<double> move_blocks(call_context& call, block_codec<Codec>& coder, const Co
     }
     co_await call.exchange(st.send, out, st.recv, in, wire::data_tag, raw);
   }
-  for (int b = 0; b < blocks; ++b) {
-    const std::span<T> dest = plan.destination(b);
-    const block_location located = s.blocks[index(b)];
-    if (plan.held(b) || dest.empty() || located.data == reinterpret_cast<const std::byte*>(dest.data())) continue;
-    coder.template decode<T>(call, codec, std::span<const std::byte>(located.data, located.size), dest, located.from);
-  }
-  co_return held_bound;
+  work.template decode_kept<T>(call, plan, blocks);
+  co_return held.bound;
+}
+
+/// move_blocks_with on host memory through the collective's block_codec (with error feedback under
+/// `feedback`'s keys).
+template <class S, codec Codec, floating_value T, class Plan>
+task<double> move_blocks(call_context& call, block_codec<Codec>& coder, const Codec& codec, schedule::collective_op op, int root,
+                         Plan plan, std::optional<schedule::collective_op> feedback = std::nullopt) {
+  host_block_work<Codec> work{coder, codec, feedback};
+  co_return co_await move_blocks_with<S, T>(call, work, op, root, std::move(plan));
 }
 
 /// alltoall: block b of `in` goes to rank b, each compressed once, its size word first; `n` values a

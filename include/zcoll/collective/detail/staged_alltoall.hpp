@@ -28,38 +28,15 @@
 #include "zcoll/collective/detail/block_codec.hpp"
 #include "zcoll/collective/detail/call.hpp"
 #include "zcoll/collective/detail/movement.hpp"
+#include "zcoll/collective/detail/staged_batches.hpp"
 #include "zcoll/collective/detail/task.hpp"
 #include "zcoll/collective/detail/wire.hpp"
 #include "zcoll/collective/staging.hpp"
 #include "zcoll/core/error.hpp"
-#include "zcoll/core/stream_header.hpp"
 #include "zcoll/core/value_type.hpp"
 #include "zcoll/schedule/concepts.hpp"
 
 namespace zcoll::detail {
-
-/// Consecutive blocks [first, first + count) that go through one codec batch, and where the batch's
-/// output and workspace start in their areas.
-struct batch_run {
-  int first = 0;
-  int count = 0;
-  std::size_t out_at = 0;
-  std::size_t work_at = 0;
-};
-
-/// The runs of consecutive blocks b in [0, blocks) for which batched(b) holds, at most `most` each.
-template <class Batched>
-std::vector<batch_run> batch_runs(int blocks, std::size_t most, Batched batched) {
-  std::vector<batch_run> runs;
-  for (int b = 0; b < blocks; ++b) {
-    if (!batched(b)) continue;
-    const bool extends = !runs.empty() && runs.back().first + runs.back().count == b &&
-                         static_cast<std::size_t>(runs.back().count) < most;
-    if (!extends) runs.push_back({.first = b});
-    ++runs.back().count;
-  }
-  return runs;
-}
 
 /// The blocks of one direction of a staged call, in rank order: block b's values are first[b] ..
 /// first[b + 1], its bytes at[b] .. at[b] + bytes[b] of the host area.
@@ -93,64 +70,21 @@ struct staged_side {
   }
 };
 
-/// Slices of the device areas start on 256 bytes, as CUDA's workspaces must (and cudaMalloc's do).
-inline std::size_t device_slice(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-/// Gives each run its output and workspace slice; returns the areas' sizes {out, work}.
-template <floating_value T, codec Codec, class Space>
-std::pair<std::size_t, std::size_t> lay_out_runs(std::vector<batch_run>& runs, const staged_side& side, const Codec& codec,
-                                                 Space& space) {
-  std::size_t out = 0, work = 0;
-  for (batch_run& run : runs) {
-    const std::vector<std::size_t> counts = side.run_counts(run);
-    run.out_at = out;
-    run.work_at = work;
-    out += device_slice(batch_max_compressed_size<T>(codec, counts));
-    work += device_slice(space.workspace_bytes(codec, counts));
-  }
-  return {out, work};
-}
-
 /// Step 1: the outgoing blocks (`side.first` set) compressed in the space where `compressed(b)` holds,
-/// else raw, into host_out (`side.at`, `side.bytes` set; this rank's own block is empty). A run the
-/// codec refuses (argument_error; held in verify mode) goes out as empty blocks, which the receivers
-/// find damaged.
+/// else raw, into host_out (`side.at`, `side.bytes` set; this rank's own block is empty).
 template <codec Codec, floating_value T, staging_space Space, class Compressed>
 std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Space& space, std::span<const T> in,
                                     staged_side& side, Compressed compressed) {
   const int p = call.size();
   side.bytes.assign(static_cast<std::size_t>(p), 0);
-  std::vector<batch_run> runs = batch_runs(p, space.max_batch_streams(), compressed);
-  const auto [out_bytes, work_bytes] = lay_out_runs<T>(runs, side, codec, space);
-  const std::span<std::byte> device_out = space.area(staging_area::device_out, out_bytes);
-  const std::span<std::byte> work = space.area(staging_area::device_work, work_bytes);
-  std::size_t streams = 0;
-  for (const batch_run& run : runs) streams += static_cast<std::size_t>(run.count);
-  const std::span<std::byte> word_bytes = space.area(staging_area::host_words, streams * sizeof(std::uint64_t));
-  const std::span<std::uint64_t> words(reinterpret_cast<std::uint64_t*>(word_bytes.data()), streams);
-  std::vector<char> written(runs.size(), 0);
-  std::size_t word = 0;
-  for (std::size_t k = 0; k < runs.size(); ++k) {
-    const batch_run& run = runs[k];
-    const std::vector<std::size_t> counts = side.run_counts(run);
-    written[k] = call.guarded(-1, [&] {
-      space.compress(codec, in.subspan(side.first[static_cast<std::size_t>(run.first)], side.run_values(run)),
-                     std::span<const std::size_t>(counts), device_out.subspan(run.out_at),
-                     work.subspan(run.work_at, device_slice(space.workspace_bytes(codec, counts))),
-                     words.subspan(word, counts.size()));
-    });
-    word += counts.size();
-  }
-  space.wait();
-  word = 0;
-  for (std::size_t k = 0; k < runs.size(); ++k) {
-    const batch_run& run = runs[k];
-    if (written[k]) {
-      written[k] = call.guarded(-1, [&] {
-        space.check_compressed(codec, work.subspan(run.work_at), static_cast<std::size_t>(run.count));
-      });
-    }
-    for (int b = run.first; b < run.first + run.count; ++b, ++word) side.bytes[static_cast<std::size_t>(b)] = written[k] ? words[word] : 0;
+  std::vector<batch_run> runs = batch_runs(p, space.max_batch_streams(), compressed, [](int) { return true; });
+  const compressed_batches batches = compress_batches<T>(
+      call, codec, space, runs,
+      [&](const batch_run& run) { return in.subspan(side.first[static_cast<std::size_t>(run.first)], side.run_values(run)); },
+      [&](const batch_run& run) { return side.run_counts(run); });
+  std::size_t stream = 0;
+  for (const batch_run& run : runs) {
+    for (int b = run.first; b < run.first + run.count; ++b) side.bytes[static_cast<std::size_t>(b)] = batches.sizes[stream++];
   }
   for (int b = 0; b < p; ++b) {
     if (b != call.rank() && !compressed(b)) side.bytes[static_cast<std::size_t>(b)] = side.values(b) * sizeof(T);
@@ -159,7 +93,7 @@ std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Spac
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const batch_run& run = runs[k];
     space.copy(host.subspan(side.at[static_cast<std::size_t>(run.first)], side.run_bytes(run)),
-               device_out.subspan(run.out_at, side.run_bytes(run)));
+               batches.device_out.subspan(run.out_at, side.run_bytes(run)));
   }
   for (int b = 0; b < p; ++b) {
     if (b == call.rank() || compressed(b)) continue;
@@ -168,24 +102,6 @@ std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Spac
   }
   space.wait();
   return host;
-}
-
-/// Step 4, the host's part: whether received block b (compressed) holds what this rank expects; a
-/// block that does not is a format_error naming its sender (held in verify mode) and is not decoded.
-template <floating_value T>
-bool check_staged_block(call_context& call, std::span<const std::byte> stream, std::size_t values, int from) {
-  return call.guarded(from, [&] {
-    try {
-      const stream_header header = read_stream_header(stream);
-      if (header.count != values) {
-        throw format_error("collective block holds " + std::to_string(header.count) + " values, " + std::to_string(values) +
-                           " expected");
-      }
-      call.max_block_bound = std::max(call.max_block_bound, header.error_bound);
-    } catch (const error& e) {
-      throw format_error("block from rank " + std::to_string(from) + ": " + call_context::without_prefix(e.what()));
-    }
-  });
 }
 
 /// Step 4: the received blocks (`side` placed in `host`) into `out`: compressed ones (compressed(b))
@@ -201,13 +117,14 @@ void unstage_incoming(call_context& call, const Codec& codec, Space& space, std:
     const std::span<const std::byte> bytes = host.subspan(side.at[block], side.bytes[block]);
     if (b == call.rank()) continue;
     if (compressed(b)) {
-      decodable[block] = check_staged_block<T>(call, bytes, side.values(b), b);
+      decodable[block] = check_received_stream(call, bytes, side.values(b), b);
     } else if (bytes.size() == side.values(b) * sizeof(T)) {  // else refused by alltoallv_block_size
       space.copy(std::as_writable_bytes(out.subspan(side.first[block], side.values(b))), bytes);
     }
   }
-  std::vector<batch_run> runs = batch_runs(p, space.max_batch_streams(), [&](int b) { return decodable[static_cast<std::size_t>(b)] != 0; });
-  const std::size_t work_bytes = lay_out_runs<T>(runs, side, codec, space).second;
+  std::vector<batch_run> runs = batch_runs(
+      p, space.max_batch_streams(), [&](int b) { return decodable[static_cast<std::size_t>(b)] != 0; }, [](int) { return true; });
+  const std::size_t work_bytes = lay_out_runs<T>(runs, [&](const batch_run& run) { return side.run_counts(run); }, codec, space).second;
   const std::span<std::byte> device_in = space.area(staging_area::device_in, host.size());
   const std::span<std::byte> work = space.area(staging_area::device_work, work_bytes);
   for (const batch_run& run : runs) {
@@ -230,11 +147,10 @@ void unstage_incoming(call_context& call, const Codec& codec, Space& space, std:
 }
 
 /// alltoallv on values in `space` (send_first / recv_first: the blocks' first values, p + 1 each).
-/// `claim` holds the space for the call.
 template <class S, codec Codec, floating_value T, staging_space Space>
-task<> staged_alltoallv(call_context& call, const block_codec<Codec>& coder, Space& space, [[maybe_unused]] staging_claim claim,
-                        std::span<const T> in, std::vector<std::size_t> send_first, std::span<T> out,
-                        std::vector<std::size_t> recv_first, bool identity_codec) {
+task<> staged_alltoallv(call_context& call, const block_codec<Codec>& coder, Space& space, std::span<const T> in,
+                        std::vector<std::size_t> send_first, std::span<T> out, std::vector<std::size_t> recv_first,
+                        bool identity_codec) {
   const int p = call.size(), me = call.rank();
   const auto compresses = [&](std::size_t values) {
     return !identity_codec && values > 0 && values * sizeof(T) >= call.config().min_compressed_bytes;

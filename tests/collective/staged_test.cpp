@@ -1,7 +1,8 @@
-// The staged all-to-all (collective/detail/staged_alltoall.hpp) on zcoll::HostStaging: the steps a call on
-// device buffers takes — batches compressed in the space, bytes staged to host buffers, received streams
-// checked on the host and decompressed in batches — with memcpy for the copies. Its results are checked
-// against the exact inputs and against the host call on the same data, bit for bit.
+// The staged calls (collective/detail/staged_alltoall.hpp, staged_block_work.hpp) on zcoll::HostStaging:
+// the steps a call on device buffers takes — batches compressed in the space, bytes staged to host
+// buffers, received streams checked on the host and decompressed in batches — with memcpy for the
+// copies. Their results are checked against the exact inputs and against the host calls on the same
+// data, bit for bit.
 #include <catch2/catch.hpp>
 
 #include "support/thread_safe_assertions.hpp"
@@ -9,6 +10,7 @@
 #include "support/faulty_transport.hpp"
 #include "support/raised_by_ranks.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -164,6 +166,130 @@ TEST_CASE("Staged alltoallv: blocks of every length, empty ones, raw small ones,
   check_staged_alltoallv<zcoll::FZLight, TwoStreamBatches>(1000);    // raw blocks cut the runs too
   check_staged_alltoallv<zcoll::Int8, TwoStreamBatches>(0);
   check_staged_alltoallv<zcoll::Identity, zcoll::HostStaging>(0);
+}
+
+namespace {
+
+/// One data-movement call made staged (on `Space`) and on the host by `call(coll, space or nullptr, out)`
+/// on every rank count: the same values bit for bit, and `check(out, rank, p, report)` on the staged ones.
+template <class Schedule, class Codec, class Space, class Call, class Check>
+void compare_with_host(const char* name, std::size_t out_values_per_rank, zcoll::collective_config config, Call call, Check check) {
+  for (int p : rank_counts) {
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<Schedule, Codec> coll{t, codec_for<Codec>(16), config};
+      Space staging;
+      const std::size_t n = out_values_per_rank * static_cast<std::size_t>(p);
+      std::vector<float> staged(n, -1.0f), host(n, -1.0f);  // what a call does not write stays -1 in both
+      call(coll, &staging, std::span<float>(staged));
+      const zcoll::collective_report report = coll.last_report();
+      call(coll, static_cast<Space*>(nullptr), std::span<float>(host));
+      const std::string what = std::string(name) + " " + Schedule::name + " " + Codec::name() + " p=" + std::to_string(p) +
+                               " rank " + std::to_string(t.rank());
+      require_equal<float>(staged, host, what + " against the host call");
+      REQUIRE(report.error_bound == coll.last_report().error_bound);
+      REQUIRE(report.compressed == coll.last_report().compressed);
+      check(std::span<const float>(staged), t.rank(), p, report, what);
+    });
+  }
+}
+
+/// Staged allgather of `n` values a rank (rank r's are contribution(r, n)).
+template <class Schedule, class Codec, class Space = zcoll::HostStaging>
+void check_staged_allgather(std::size_t n, zcoll::collective_config config = {}) {
+  compare_with_host<Schedule, Codec, Space>(
+      "allgather", n, config,
+      [n](auto& coll, Space* staging, std::span<float> all) {
+        const auto mine = contribution<float>(coll.rank(), n);
+        if (staging) coll.allgather(*staging, std::span<const float>(mine), all);
+        else coll.allgather(std::span<const float>(mine), all);
+      },
+      [n](std::span<const float> all, int me, int p, const zcoll::collective_report& report, const std::string& what) {
+        for (int r = 0; r < p; ++r) {
+          require_within<float>(all.subspan(n * static_cast<std::size_t>(r), n), contribution<float>(r, n),
+                                r == me ? 0.0 : element_bound<Codec>(report), what + " block " + std::to_string(r));
+        }
+      });
+}
+
+/// Staged bcast of `n` values from every root (from roots 0 and p - 1 beyond 4 ranks).
+template <class Schedule, class Codec, class Space = zcoll::HostStaging>
+void check_staged_bcast(std::size_t n) {
+  for (const int root_of_last : {0, 1}) {
+    compare_with_host<Schedule, Codec, Space>(
+        "bcast", n, {},
+        [n, root_of_last](auto& coll, Space* staging, std::span<float> data) {
+          const int root = root_of_last ? coll.size() - 1 : 0;
+          const auto sent = contribution<float>(root + 50, n * static_cast<std::size_t>(coll.size()));
+          if (coll.rank() == root) std::copy(sent.begin(), sent.end(), data.begin());
+          if (staging) coll.bcast(*staging, data, root);
+          else coll.bcast(data, root);
+        },
+        [n, root_of_last](std::span<const float> data, int me, int p, const zcoll::collective_report& report, const std::string& what) {
+          const int root = root_of_last ? p - 1 : 0;
+          require_within<float>(data, contribution<float>(root + 50, n * static_cast<std::size_t>(p)),
+                                me == root ? 0.0 : element_bound<Codec>(report), what + " root " + std::to_string(root));
+        });
+  }
+}
+
+/// Staged scatter and gather of `n` values a rank over a binomial tree, roots 0 and p - 1.
+template <class Codec, class Space = zcoll::HostStaging>
+void check_staged_scatter_gather(std::size_t n) {
+  for (const int root_of_last : {0, 1}) {
+    compare_with_host<zcoll::BinomialTree, Codec, Space>(
+        "scatter", n, {},
+        [n, root_of_last](auto& coll, Space* staging, std::span<float> out) {
+          const int root = root_of_last ? coll.size() - 1 : 0;
+          const auto all = contribution<float>(root + 70, n * static_cast<std::size_t>(coll.size()));
+          const std::span<const float> sent = coll.rank() == root ? std::span<const float>(all) : std::span<const float>{};
+          if (staging) coll.scatter(*staging, sent, out.first(n), root);
+          else coll.scatter(sent, out.first(n), root);
+        },
+        [n, root_of_last](std::span<const float> out, int me, int p, const zcoll::collective_report& report, const std::string& what) {
+          const int root = root_of_last ? p - 1 : 0;
+          const auto all = contribution<float>(root + 70, n * static_cast<std::size_t>(p));
+          require_within<float>(out.first(n), std::span<const float>(all).subspan(n * static_cast<std::size_t>(me), n),
+                                me == root ? 0.0 : element_bound<Codec>(report), what);
+        });
+    compare_with_host<zcoll::BinomialTree, Codec, Space>(
+        "gather", n, {},
+        [n, root_of_last](auto& coll, Space* staging, std::span<float> all) {
+          const int root = root_of_last ? coll.size() - 1 : 0;
+          const auto mine = contribution<float>(coll.rank() + 90, n);
+          const std::span<float> into = coll.rank() == root ? all : std::span<float>{};
+          if (staging) coll.gather(*staging, std::span<const float>(mine), into, root);
+          else coll.gather(std::span<const float>(mine), into, root);
+        },
+        [n, root_of_last](std::span<const float> all, int me, int p, const zcoll::collective_report& report, const std::string& what) {
+          const int root = root_of_last ? p - 1 : 0;
+          if (me != root) return;
+          for (int r = 0; r < p; ++r) {
+            require_within<float>(all.subspan(n * static_cast<std::size_t>(r), n), contribution<float>(r + 90, n),
+                                  r == root ? 0.0 : element_bound<Codec>(report), what + " block " + std::to_string(r));
+          }
+        });
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Staged allgather, bcast, scatter and gather on host staging: the host calls' values bit for bit, within "
+          "the bound, 1 to 16 ranks",
+          "[collective][staged]") {
+  check_staged_allgather<zcoll::Ring, zcoll::FZLight>(1000);
+  check_staged_allgather<zcoll::RecursiveDoubling, zcoll::FZLight>(777);
+  check_staged_allgather<zcoll::Ring, zcoll::Int8>(16 * 9);
+  check_staged_allgather<zcoll::Ring, zcoll::FP16>(300);
+  check_staged_allgather<zcoll::Ring, zcoll::Identity>(100);
+  check_staged_allgather<zcoll::Ring, zcoll::FZLight>(100, {.min_compressed_bytes = 1000});  // raw: staged both ways
+  check_staged_bcast<zcoll::BinomialTree, zcoll::FZLight>(700);
+  check_staged_bcast<zcoll::ScatterAllgather, zcoll::FZLight>(700);                       // the root holds every piece
+  check_staged_bcast<zcoll::ScatterAllgather, zcoll::FZLight, TwoStreamBatches>(700);     // cut into batches of two
+  check_staged_bcast<zcoll::Chain<4>, zcoll::FZLight>(555);
+  check_staged_bcast<zcoll::BinomialTree, zcoll::Int8>(16 * 20);
+  check_staged_scatter_gather<zcoll::FZLight>(900);
+  check_staged_scatter_gather<zcoll::FZLight, TwoStreamBatches>(900);
+  check_staged_scatter_gather<zcoll::Identity>(50);
 }
 
 TEST_CASE("Staged calls: argument errors name the argument, a space serves one call in flight, and is reused by "

@@ -1,0 +1,130 @@
+#pragma once
+/// The pieces the staged calls share (detail/staged_alltoall.hpp, detail/staged_block_work.hpp): blocks
+/// grouped into codec batches, the batches' slices of the space's areas, and the host's check of a
+/// received stream before it is copied into the space.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "zcoll/codec/compress.hpp"
+#include "zcoll/codec/concepts.hpp"
+#include "zcoll/collective/detail/call.hpp"
+#include "zcoll/collective/staging.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/core/stream_header.hpp"
+#include "zcoll/core/value_type.hpp"
+
+namespace zcoll::detail {
+
+/// Consecutive blocks [first, first + count) that go through one codec batch, and where the batch's
+/// output and workspace start in their areas.
+struct batch_run {
+  int first = 0;
+  int count = 0;
+  std::size_t out_at = 0;
+  std::size_t work_at = 0;
+};
+
+/// The runs of consecutive blocks b in [0, blocks) for which batched(b) holds, at most `most` each; a
+/// block joins the run of block b - 1 only where joins(b) (its values follow b - 1's in memory).
+template <class Batched, class Joins>
+std::vector<batch_run> batch_runs(int blocks, std::size_t most, Batched batched, Joins joins) {
+  std::vector<batch_run> runs;
+  for (int b = 0; b < blocks; ++b) {
+    if (!batched(b)) continue;
+    const bool extends = !runs.empty() && runs.back().first + runs.back().count == b &&
+                         static_cast<std::size_t>(runs.back().count) < most && joins(b);
+    if (!extends) runs.push_back({.first = b});
+    ++runs.back().count;
+  }
+  return runs;
+}
+
+/// Slices of the device areas start on 256 bytes, as CUDA's workspaces must (and cudaMalloc's do).
+inline std::size_t device_slice(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// Gives each run (its streams' counts: counts_of(run)) its output and workspace slice; returns the
+/// areas' sizes {out, work}.
+template <floating_value T, codec Codec, class Space, class CountsOf>
+std::pair<std::size_t, std::size_t> lay_out_runs(std::vector<batch_run>& runs, CountsOf counts_of, const Codec& codec,
+                                                 Space& space) {
+  std::size_t out = 0, work = 0;
+  for (batch_run& run : runs) {
+    const std::vector<std::size_t> counts = counts_of(run);
+    run.out_at = out;
+    run.work_at = work;
+    out += device_slice(batch_max_compressed_size<T>(codec, counts));
+    work += device_slice(space.workspace_bytes(codec, counts));
+  }
+  return {out, work};
+}
+
+/// The outgoing streams of compress_batches: where they are in the space, and each one's size, run by
+/// run (a batch's streams are packed from its out_at).
+struct compressed_batches {
+  std::span<std::byte> device_out;
+  std::vector<std::uint64_t> sizes;
+};
+
+/// Compresses each run's streams (values_of(run): its values, counts_of(run): each stream's count) in
+/// the space into its slice of device_out, and waits for the sizes. The streams of a batch the codec
+/// refuses (argument_error, held in verify mode) get size 0: they go out as empty blocks, which the
+/// receivers find damaged.
+template <floating_value T, codec Codec, staging_space Space, class ValuesOf, class CountsOf>
+compressed_batches compress_batches(call_context& call, const Codec& codec, Space& space, std::vector<batch_run>& runs,
+                                    ValuesOf values_of, CountsOf counts_of) {
+  const auto [out_bytes, work_bytes] = lay_out_runs<T>(runs, counts_of, codec, space);
+  compressed_batches batches{.device_out = space.area(staging_area::device_out, out_bytes), .sizes = {}};
+  const std::span<std::byte> work = space.area(staging_area::device_work, work_bytes);
+  std::size_t streams = 0;
+  for (const batch_run& run : runs) streams += static_cast<std::size_t>(run.count);
+  const std::span<std::byte> word_bytes = space.area(staging_area::host_words, streams * sizeof(std::uint64_t));
+  const std::span<std::uint64_t> words(reinterpret_cast<std::uint64_t*>(word_bytes.data()), streams);
+  std::vector<char> written(runs.size(), 0);
+  std::size_t word = 0;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const std::vector<std::size_t> counts = counts_of(runs[k]);
+    const std::span<const T> values = values_of(runs[k]);
+    written[k] = call.guarded(-1, [&] {
+      space.compress(codec, values, std::span<const std::size_t>(counts), batches.device_out.subspan(runs[k].out_at),
+                     work.subspan(runs[k].work_at, device_slice(space.workspace_bytes(codec, counts))),
+                     words.subspan(word, counts.size()));
+    });
+    word += counts.size();
+  }
+  space.wait();
+  word = 0;
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const auto count = static_cast<std::size_t>(runs[k].count);
+    if (written[k]) {
+      written[k] = call.guarded(-1, [&] { space.check_compressed(codec, work.subspan(runs[k].work_at), count); });
+    }
+    for (std::size_t s = 0; s < count; ++s, ++word) batches.sizes.push_back(written[k] ? words[word] : 0);
+  }
+  return batches;
+}
+
+/// Whether a received compressed stream holds the `values` values this rank expects, read on the host
+/// before the stream is copied into the space; one that does not is a format_error naming its sender
+/// (held in verify mode) and is not decoded. Notes the stream's bound as a decoded block's.
+inline bool check_received_stream(call_context& call, std::span<const std::byte> stream, std::size_t values, int from) {
+  return call.guarded(from, [&] {
+    try {
+      const stream_header header = read_stream_header(stream);
+      if (header.count != values) {
+        throw format_error("collective block holds " + std::to_string(header.count) + " values, " + std::to_string(values) +
+                           " expected");
+      }
+      call.max_block_bound = std::max(call.max_block_bound, header.error_bound);
+    } catch (const error& e) {
+      throw format_error("block from rank " + std::to_string(from) + ": " + call_context::without_prefix(e.what()));
+    }
+  });
+}
+
+}  // namespace zcoll::detail
