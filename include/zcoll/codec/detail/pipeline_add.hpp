@@ -338,10 +338,10 @@ struct pipeline_add {
                                  std::span<const std::byte> c, std::size_t n, std::uint32_t* residuals, T* values,
                                  block_mask* lanes, std::size_t chunk_number) {
     const std::size_t blocks = (n + block_values - 1) / block_values;
-    std::fill_n(lanes, blocks, block_mask{0});
     const auto kind = static_cast<chunk_kind>(std::to_integer<std::uint8_t>(c[0]));
     const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
     if (kind == chunk_kind::verbatim) {
+      std::fill_n(lanes, blocks, block_mask{0});  // a coded chunk's come from read_exception_lanes, below
       if (c.size() != 1 + n * sizeof(T)) throw format_error(where() + "verbatim chunk of the wrong size");
       std::memcpy(values, c.data() + 1, n * sizeof(T));
       return kind;
