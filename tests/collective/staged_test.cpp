@@ -394,6 +394,26 @@ TEST_CASE("Staged calls in verify mode: a damaged block, counts that disagree, a
     const std::string agreed = raised.agreed();
     CHECK(contains(agreed, "alltoall (staged) (verify): rank 2 failed: quantize_rows: row 0, column 5 holds nan"));
   }
+  SECTION("a space lent to a call in flight") {
+    raised_by_ranks raised;
+    run_local(3, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, verify};
+      zcoll::HostStaging staging;
+      const auto in = contribution<float>(t.rank(), 3 * 500);
+      std::vector<float> first(in.size()), second(in.size());
+      auto running = coll.alltoall_async(staging, std::span<const float>(in), std::span<float>(first));
+      auto refused = coll.alltoall_async(staging, std::span<const float>(in), std::span<float>(second));
+      raised.add(zcoll_test::error_of<zcoll::argument_error>([&] { refused.wait(); }));
+      running.wait();  // the call that holds the space completes
+      for (int src = 0; src < 3; ++src) {
+        require_within<float>(std::span<const float>(first).subspan(500 * static_cast<std::size_t>(src), 500),
+                              std::span<const float>(contribution<float>(src, 3 * 500)).subspan(500 * static_cast<std::size_t>(t.rank()), 500),
+                              src == t.rank() ? 0.0 : eb, "the call in flight");
+      }
+    });
+    const std::string agreed = raised.agreed();
+    CHECK(contains(agreed, "staging is lent to a call still in flight"));
+  }
   SECTION("one rank makes the host call") {
     raised_by_ranks raised;
     run_local(3, [&](Local& t) {

@@ -518,13 +518,15 @@ class Compressed {
   }
 
   /// Starts a staged call: `run(engine, call, work)` with the space's staged_block_work; the call holds
-  /// the space (a staging_claim in its coroutine frame) until it completes.
+  /// the space (a staging_claim in its coroutine frame) until it completes. A space lent to a call in
+  /// flight is an argument_error like the arguments' (in verify mode, on every rank).
   template <staging_space Space, class Run>
   request start_staged(const detail::call_description& what, std::optional<verify::fault_record> fault, Space& space,
                        std::size_t input_bytes, std::size_t block_bytes, Run run) {
     static_assert(!stateful_codec<Codec>, "Compressed: a staged call takes a codec without state; TopK, ErrorFeedback and "
                                           "Hybrid keep theirs on the host (use the call on host buffers)");
-    staging_claim claim(space, what.operation);
+    if (!fault) fault = checked([&] { if (space.in_use()) throw argument_error(staging_in_use(what.operation)); });
+    staging_claim claim = fault ? staging_claim{} : staging_claim(space);  // with a fault the body never runs
     return start(what, std::move(fault), input_bytes, block_bytes,
                  [&space, run, claim = std::move(claim)](engine& e, detail::call_context& call) mutable {
                    return holding(std::move(claim), run(e, call, detail::staged_block_work<Codec, Space>{e.coder, space}));

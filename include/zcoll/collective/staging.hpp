@@ -14,7 +14,7 @@
 /// without a GPU, and a way to batch a call's compression on the host.
 ///
 /// A space is lent to one call at a time: a call started while another one on the same space is in
-/// flight is an argument_error (staging_claim below).
+/// flight is an argument_error (staging_in_use below; in verify mode every rank raises it).
 
 #include <concepts>
 #include <cstddef>
@@ -57,16 +57,18 @@ concept staging_space = requires(S& s, staging_area area, std::size_t bytes, std
   { s.in_use() } -> std::same_as<bool&>;
 };
 
-/// Marks a space lent to a call for as long as the claim lives (the call's coroutine frame).
+/// The argument_error a call raises when its space is lent to a call still in flight.
+inline std::string staging_in_use(const char* call) {
+  return std::string(call) + ": staging is lent to a call still in flight; give each call in flight a staging space of its own";
+}
+
+/// Marks a space lent to a call for as long as the claim lives (the call's coroutine frame); an empty
+/// claim holds nothing (a call whose arguments were refused, which never runs).
 class staging_claim {
  public:
-  /// `call` names the operation in the error when the space is already lent to a call in flight.
+  staging_claim() = default;
   template <staging_space S>
-  staging_claim(S& space, const char* call) : in_use_(&space.in_use()) {
-    if (*in_use_) {
-      throw argument_error(std::string(call) + ": staging is lent to a call still in flight; give each call in flight a "
-                                               "staging space of its own");
-    }
+  explicit staging_claim(S& space) : in_use_(&space.in_use()) {
     *in_use_ = true;
   }
   staging_claim(staging_claim&& other) noexcept : in_use_(std::exchange(other.in_use_, nullptr)) {}
@@ -78,7 +80,7 @@ class staging_claim {
   }
 
  private:
-  bool* in_use_;
+  bool* in_use_ = nullptr;
 };
 
 }  // namespace zcoll
