@@ -514,7 +514,8 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
   const bool any_staging = std::find(o.staging_passes.begin(), o.staging_passes.end(), true) != o.staging_passes.end();
   if (any_staging && o.op != collective_op::alltoall) usage_error("--staging host: staged calls are alltoall and alltoallv");
   if (any_staging && !codec_of(o.codec).stateless) {
-    usage_error(fmt::format("--staging host: --codec {} keeps state on the host; staged calls take codecs without", o.codec));
+    usage_error(
+        fmt::format("--staging host: --codec {} keeps state on the host; staged calls take codecs without state", o.codec));
   }
   if (bounds_given > 1) usage_error("give one error bound: --abs E or --rel R, once");
   if (o.input.empty() == o.synthetic.empty()) usage_error("give exactly one of --input FILE and --synthetic NAME");
@@ -826,8 +827,12 @@ zcoll::request invoke_async(zcoll::Compressed<S, Codec>& coll, collective_op op,
                             int root, const std::vector<std::size_t>* send_counts = nullptr,
                             const std::vector<std::size_t>* recv_counts = nullptr, zcoll::HostStaging* staging = nullptr) {
   if constexpr (S::supports(collective_op::alltoall) && !zcoll::stateful_codec<Codec>) {
-    if (staging != nullptr && send_counts != nullptr) return coll.template alltoallv_async<zcoll::HostStaging, T>(*staging, in, *send_counts, out, *recv_counts);
-    if (staging != nullptr && op == collective_op::alltoall) return coll.template alltoall_async<zcoll::HostStaging, T>(*staging, in, out);
+    if (staging != nullptr && send_counts != nullptr) {
+      return coll.template alltoallv_async<zcoll::HostStaging, T>(*staging, in, *send_counts, out, *recv_counts);
+    }
+    if (staging != nullptr && op == collective_op::alltoall) {
+      return coll.template alltoall_async<zcoll::HostStaging, T>(*staging, in, out);
+    }
   }
   if (staging != nullptr) throw std::logic_error("zcoll-bench coll: --staging host takes alltoall(v) with a codec without state");
   if (send_counts) {
