@@ -435,3 +435,55 @@ TEST_CASE("Staged calls in verify mode: a damaged block, counts that disagree, a
     for (const std::string& text : texts) CHECK(contains(text, "rank 2 passed operation"));
   }
 }
+
+TEST_CASE("Staged calls with a peer whose messages are damaged at random: an error on every rank or values, never a "
+          "crash or a hang (verify mode)",
+          "[collective][staged][fault][verify]") {
+  using Faulty = zcoll_test::Faulty<Local>;
+  constexpr std::size_t n = 1500;
+  std::set<std::string> outcomes;
+  for (std::uint32_t seed = 1; seed <= 24; ++seed) {
+    // Flips a few bits of every block rank 1 sends, and for odd seeds of its size words too (verify mode's
+    // own messages, on a tag of their own, are left alone: they are what makes every rank raise the same
+    // error).
+    const auto damage = [seed](int tag, std::vector<std::byte>& bytes) {
+      if (tag != zcoll_test::data_tag && (tag != zcoll_test::size_tag || seed % 2 == 0)) return;
+      std::uint32_t state = seed * 2654435761u + static_cast<std::uint32_t>(bytes.size());
+      for (int k = 0; k < 3 && !bytes.empty(); ++k) {
+        state = state * 1664525u + 1013904223u;
+        bytes[state % bytes.size()] ^= std::byte{static_cast<unsigned char>(1u << (state >> 29))};
+      }
+    };
+    raised_by_ranks raised;
+    run_local(3, [&](Local& t) {
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{Faulty(t, 1, damage), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}},
+                                                                  {.verify = true}};
+      zcoll::Compressed<zcoll::Ring, zcoll::Int8> ring{Faulty(t, 1, damage), zcoll::Int8{{.shape = {1, 50}}}, {.verify = true}};
+      zcoll::HostStaging staging;
+      const auto in = contribution<float>(t.rank(), 3 * n);
+      std::vector<float> out(3 * n);
+      std::string errors;
+      try {
+        pairwise.alltoall(staging, std::span<const float>(in), std::span<float>(out));
+      } catch (const zcoll::error& e) {
+        errors += e.what();
+      }
+      try {
+        ring.allgather(staging, std::span<const float>(in).first(n), std::span<float>(out));
+      } catch (const zcoll::error& e) {
+        errors += e.what();
+      }
+      raised.add(errors.empty() ? "none" : errors);
+    });
+    INFO("seed " << seed);
+    const std::string agreed = raised.agreed();  // the same outcome on every rank
+    CHECK_FALSE(agreed.empty());
+    outcomes.insert(agreed);
+  }
+  // The seeds reach both checks: size words the receiver refuses, and streams its decoder refuses.
+  const auto any = [&](const std::string& part) {
+    return std::any_of(outcomes.begin(), outcomes.end(), [&](const std::string& o) { return contains(o, part); });
+  };
+  CHECK(any("rank 1 sends a block of"));
+  CHECK(any("block from rank 1: "));
+}
