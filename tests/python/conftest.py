@@ -16,7 +16,7 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _rank_main(rank, world, port, target, args, results):
+def _rank_main(rank, world, port, target, args, results, done, timeout):
     import torch.distributed as dist
 
     try:
@@ -28,6 +28,14 @@ def _rank_main(rank, world, port, target, args, results):
     finally:
         results.close()
         results.join_thread()  # the queue's feeder thread delivers the result before the process ends
+        # Rank 0's process serves the group's TCP store: torch 1.13's store-based barriers (in
+        # init_process_group and new_group) poll it until every rank has passed, so no rank may end
+        # before all have finished ("Connection reset by peer" otherwise). A rank that crashed breaks
+        # the wait after `timeout`; the parent reports it.
+        try:
+            done.wait(timeout)
+        except Exception:  # noqa: B902 - threading.BrokenBarrierError: a rank is gone
+            pass
         os._exit(0)  # no atexit handlers of the forked parent (pytest's) in the child
 
 
@@ -37,8 +45,10 @@ def run_ranks(world, target, *args, timeout=120):
     rank still running after `timeout` seconds fails it as a hang."""
     context = multiprocessing.get_context("fork")
     results = context.Queue()
+    done = context.Barrier(world)
     port = _free_port()
-    procs = [context.Process(target=_rank_main, args=(r, world, port, target, args, results)) for r in range(world)]
+    procs = [context.Process(target=_rank_main, args=(r, world, port, target, args, results, done, timeout))
+             for r in range(world)]
     for p in procs:
         p.start()
     outcome = {}
