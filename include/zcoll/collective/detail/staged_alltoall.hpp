@@ -124,26 +124,16 @@ void unstage_incoming(call_context& call, const Codec& codec, Space& space, std:
   }
   std::vector<batch_run> runs = batch_runs(
       p, space.max_batch_streams(), [&](int b) { return decodable[static_cast<std::size_t>(b)] != 0; }, [](int) { return true; });
-  const std::size_t work_bytes = lay_out_runs<T>(runs, [&](const batch_run& run) { return side.run_counts(run); }, codec, space).second;
+  // device_in mirrors host: a run's blocks are adjacent there, one copy a run.
   const std::span<std::byte> device_in = space.area(staging_area::device_in, host.size());
-  const std::span<std::byte> work = space.area(staging_area::device_work, work_bytes);
   for (const batch_run& run : runs) {
     const std::uint64_t at = side.at[static_cast<std::size_t>(run.first)];
     space.copy(device_in.subspan(at, side.run_bytes(run)), host.subspan(at, side.run_bytes(run)));
   }
-  for (const batch_run& run : runs) {
-    const auto first = static_cast<std::size_t>(run.first), count = static_cast<std::size_t>(run.count);
-    const std::vector<std::size_t> counts = side.run_counts(run);
-    const auto fault = space.decompress(codec, std::span<const std::byte>(device_in), std::span(side.at).subspan(first, count),
-                                        std::span(side.bytes).subspan(first, count),
-                                        out.subspan(side.first[first], side.run_values(run)), std::span<const std::size_t>(counts),
-                                        work.subspan(run.work_at, device_slice(space.workspace_bytes(codec, counts))));
-    if (fault) {
-      const int from = run.first + static_cast<int>(fault->stream);
-      call.fail(format_error("block from rank " + std::to_string(from) + ": " + call_context::without_prefix(fault->message)), from);
-    }
-  }
-  space.wait();
+  decompress_batches<T>(
+      call, codec, space, runs, device_in, side.at, side.bytes,
+      [&](const batch_run& run) { return out.subspan(side.first[static_cast<std::size_t>(run.first)], side.run_values(run)); },
+      [&](const batch_run& run) { return side.run_counts(run); }, [](int b) { return b; });
 }
 
 /// alltoallv on values in `space` (send_first / recv_first: the blocks' first values, p + 1 each).

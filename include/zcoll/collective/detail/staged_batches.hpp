@@ -109,6 +109,28 @@ compressed_batches compress_batches(call_context& call, const Codec& codec, Spac
   return batches;
 }
 
+/// Decodes each run's streams — stream of block b: sizes[b] bytes at offsets[b] of device_in, already in
+/// the space — into values_of(run) (counts_of(run): each stream's count), and waits. A stream that does
+/// not decode is a format_error naming from_of(b), the rank that sent block b (held in verify mode).
+template <floating_value T, codec Codec, staging_space Space, class ValuesOf, class CountsOf, class FromOf>
+void decompress_batches(call_context& call, const Codec& codec, Space& space, std::vector<batch_run>& runs,
+                        std::span<const std::byte> device_in, std::span<const std::uint64_t> offsets,
+                        std::span<const std::uint64_t> sizes, ValuesOf values_of, CountsOf counts_of, FromOf from_of) {
+  const std::span<std::byte> work = space.area(staging_area::device_work, lay_out_runs<T>(runs, counts_of, codec, space).second);
+  for (const batch_run& run : runs) {
+    const auto first = static_cast<std::size_t>(run.first), count = static_cast<std::size_t>(run.count);
+    const std::vector<std::size_t> counts = counts_of(run);
+    const auto fault = space.decompress(codec, device_in, offsets.subspan(first, count), sizes.subspan(first, count), values_of(run),
+                                        std::span<const std::size_t>(counts),
+                                        work.subspan(run.work_at, device_slice(space.workspace_bytes(codec, counts))));
+    if (fault) {
+      const int from = from_of(run.first + static_cast<int>(fault->stream));
+      call.fail(format_error("block from rank " + std::to_string(from) + ": " + call_context::without_prefix(fault->message)), from);
+    }
+  }
+  space.wait();
+}
+
 /// Whether a received compressed stream holds the `values` values this rank expects, read on the host
 /// before the stream is copied into the space; one that does not is a format_error naming its sender
 /// (held in verify mode) and is not decoded. Notes the stream's bound as a decoded block's.

@@ -101,11 +101,7 @@ struct staged_block_work {
     };
     const compressed_batches batches = compress_batches<T>(
         call, codec, space, runs,
-        [&](const batch_run& run) {
-          std::size_t values = 0;
-          for (const std::size_t c : counts_of(run)) values += c;
-          return std::span<const T>(plan.source(run.first).data(), values);
-        },
+        [&](const batch_run& run) { return std::span<const T>(plan.source(run.first).data(), total(counts_of(run))); },
         counts_of);
     // The streams into the arena back to back, one copy a batch (its streams are packed).
     held_blocks held{.in_arena = true};
@@ -188,28 +184,22 @@ struct staged_block_work {
       for (int b = run.first; b < run.first + run.count; ++b) counts.push_back(plan.destination(b).size());
       return counts;
     };
-    const std::size_t work_bytes = lay_out_runs<T>(runs, counts_of, codec, space).second;
     const std::span<std::byte> device_in = space.area(staging_area::device_in, in_bytes);
-    const std::span<std::byte> work = space.area(staging_area::device_work, work_bytes);
     for (int b = 0; b < blocks; ++b) {
       const auto index = static_cast<std::size_t>(b);
       if (!decodable[index]) continue;
       space.copy(device_in.subspan(offset[index], size[index]), std::span<const std::byte>(s.blocks[index].data, size[index]));
     }
-    for (const batch_run& run : runs) {
-      const auto first = static_cast<std::size_t>(run.first), count = static_cast<std::size_t>(run.count);
-      const std::vector<std::size_t> counts = counts_of(run);
-      std::size_t values = 0;
-      for (const std::size_t c : counts) values += c;
-      const auto fault = space.decompress(codec, std::span<const std::byte>(device_in), std::span<const std::uint64_t>(offset).subspan(first, count),
-                                          std::span<const std::uint64_t>(size).subspan(first, count),
-                                          std::span<T>(plan.destination(run.first).data(), values), std::span<const std::size_t>(counts),
-                                          work.subspan(run.work_at, device_slice(space.workspace_bytes(codec, counts))));
-      if (fault) {
-        const int from = s.blocks[first + fault->stream].from;
-        call.fail(format_error("block from rank " + std::to_string(from) + ": " + call_context::without_prefix(fault->message)), from);
-      }
-    }
+    decompress_batches<T>(
+        call, codec, space, runs, device_in, offset, size,
+        [&](const batch_run& run) { return std::span<T>(plan.destination(run.first).data(), total(counts_of(run))); }, counts_of,
+        [&](int b) { return s.blocks[static_cast<std::size_t>(b)].from; });
+  }
+
+  static std::size_t total(const std::vector<std::size_t>& counts) {
+    std::size_t values = 0;
+    for (const std::size_t c : counts) values += c;
+    return values;
   }
 };
 
