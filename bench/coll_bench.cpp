@@ -369,9 +369,10 @@ run and output:
                         reduce_scatter) of a codec whose streams add (fzlight): the last column of --csv,
                         homomorphic, says on or off there and - elsewhere
   --staging off|host|off,host
-                        alltoall and alltoallv: the compressed call as it is (off) or through
-                        zcoll::HostStaging (host: the steps of the call on device buffers — blocks
-                        compressed in batches, bytes staged in buffers of the space — on host memory);
+                        alltoall, alltoallv, allreduce and reduce_scatter: the compressed call as it
+                        is (off) or through zcoll::HostStaging (host: the steps of the call on device
+                        buffers — blocks or a hop's segments compressed in batches, bytes staged in
+                        buffers of the space, values reduced there — on host memory);
                         off,host runs both, one table each, in this run (file names of the second pass
                         get .staging-host appended)
   --overlap             also time the compressed call started non-blocking (*_async) beside a compute
@@ -512,7 +513,9 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     o.row_length = dim;
   }
   const bool any_staging = std::find(o.staging_passes.begin(), o.staging_passes.end(), true) != o.staging_passes.end();
-  if (any_staging && o.op != collective_op::alltoall) usage_error("--staging host: staged calls are alltoall and alltoallv");
+  if (any_staging && o.op != collective_op::alltoall && o.op != collective_op::allreduce && o.op != collective_op::reduce_scatter) {
+    usage_error("--staging host: the staged calls measured here are alltoall, alltoallv, allreduce and reduce_scatter");
+  }
   if (any_staging && !codec_of(o.codec).stateless) {
     usage_error(
         fmt::format("--staging host: --codec {} keeps state on the host; staged calls take codecs without state", o.codec));
@@ -826,15 +829,29 @@ template <class T, class S, class Codec>
 zcoll::request invoke_async(zcoll::Compressed<S, Codec>& coll, collective_op op, std::span<const T> in, std::span<T> out,
                             int root, const std::vector<std::size_t>* send_counts = nullptr,
                             const std::vector<std::size_t>* recv_counts = nullptr, zcoll::HostStaging* staging = nullptr) {
-  if constexpr (S::supports(collective_op::alltoall) && !zcoll::stateful_codec<Codec>) {
-    if (staging != nullptr && send_counts != nullptr) {
-      return coll.template alltoallv_async<zcoll::HostStaging, T>(*staging, in, *send_counts, out, *recv_counts);
+  if constexpr (!zcoll::stateful_codec<Codec>) {
+    if constexpr (S::supports(collective_op::alltoall)) {
+      if (staging != nullptr && send_counts != nullptr) {
+        return coll.template alltoallv_async<zcoll::HostStaging, T>(*staging, in, *send_counts, out, *recv_counts);
+      }
+      if (staging != nullptr && op == collective_op::alltoall) {
+        return coll.template alltoall_async<zcoll::HostStaging, T>(*staging, in, out);
+      }
     }
-    if (staging != nullptr && op == collective_op::alltoall) {
-      return coll.template alltoall_async<zcoll::HostStaging, T>(*staging, in, out);
+    if constexpr (serves<S>(collective_op::allreduce)) {
+      if (staging != nullptr && op == collective_op::allreduce) {
+        return coll.template allreduce_async<zcoll::HostStaging, T>(*staging, out, zcoll::op::sum);
+      }
+    }
+    if constexpr (S::supports(collective_op::reduce_scatter)) {
+      if (staging != nullptr && op == collective_op::reduce_scatter) {
+        return coll.template reduce_scatter_async<zcoll::HostStaging, T>(*staging, in, out, zcoll::op::sum);
+      }
     }
   }
-  if (staging != nullptr) throw std::logic_error("zcoll-bench coll: --staging host takes alltoall(v) with a codec without state");
+  if (staging != nullptr) {
+    throw std::logic_error("zcoll-bench coll: --staging host takes alltoall(v), allreduce and reduce_scatter with a codec without state");
+  }
   if (send_counts) {
     if constexpr (S::supports(collective_op::alltoall)) {
       return coll.template alltoallv_async<T>(in, *send_counts, out, *recv_counts);

@@ -264,6 +264,30 @@ TEST_CASE("MPI: staged alltoall and alltoallv (the device path's steps on HostSt
   zcoll_test::require_equal<double>(staged_all, host_all, "staged alltoall");
 }
 
+TEST_CASE("MPI: staged allreduce and reduce (the device path's steps on HostStaging) give the host calls' values and "
+          "bounds",
+          "[collective][mpi][staged]") {
+  const auto mpi = world();
+  const int p = mpi.size(), me = mpi.rank();
+  zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), zcoll::FZLight{{.error_bound = zcoll::relative(1e-4)}},
+                                                      {.pipeline_values = 2000}};
+  zcoll::HostStaging staging;
+  const std::size_t n = 7001 * static_cast<std::size_t>(p);
+  const auto in = contribution<float>(me, n);
+  std::vector<float> staged = in, host = in;
+  ring.allreduce(staging, std::span<float>(staged), zcoll::op::sum);
+  const zcoll::collective_report staged_report = ring.last_report();
+  ring.allreduce(std::span<float>(host), zcoll::op::sum);
+  zcoll_test::require_equal<float>(staged, host, "staged allreduce");
+  REQUIRE(staged_report.error_bound == ring.last_report().error_bound);
+  require_within<float>(staged, zcoll_test::sum_of_contributions<float>(p, n), staged_report.error_bound, "staged allreduce");
+  const int root = p / 2;
+  std::vector<float> staged_root(me == root ? n : 0), host_root(me == root ? n : 0);
+  ring.reduce(staging, std::span<const float>(in), std::span<float>(staged_root), zcoll::op::max, root);
+  ring.reduce(std::span<const float>(in), std::span<float>(host_root), zcoll::op::max, root);
+  zcoll_test::require_equal<float>(staged_root, host_root, "staged reduce");
+}
+
 TEST_CASE("MPI: quantized allreduce, Int4 with and without error feedback, within the reported bound",
           "[collective][mpi][quantized]") {
   const auto mpi = world();

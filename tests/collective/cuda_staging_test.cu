@@ -1,6 +1,7 @@
-// Staged all-to-alls on device buffers (zcoll::cuda::Staging) over transport::Local, one CUDA stream per
-// rank: the values are the host call's bit for bit (the device codecs write the host's bytes), within the
-// bound, the own block exact; a damaged block is a format_error naming its sender on every rank.
+// Staged collectives on device buffers (zcoll::cuda::Staging) over transport::Local, one CUDA stream per
+// rank — the all-to-alls, allgather, bcast, gather and the reductions: the values are the host call's bit
+// for bit (the device codecs write the host's bytes), within the bound, the own block exact; a damaged
+// block is a format_error naming its sender on every rank.
 // Runs where a device is present (the runner skips otherwise).
 #include <catch2/catch.hpp>
 
@@ -134,6 +135,51 @@ TEST_CASE("cuda::Staging: allgather, bcast and gather on device buffers give the
       if (at_root) zcoll_test::require_equal<float>(d_all.to_host<float>(total), host, "gather" + rank);
     });
   }
+}
+
+/// allreduce, reduce_scatter and reduce of `Op` with `codec` on device buffers and on the host: the same values.
+template <class S, class Codec, class T, class Op>
+void check_device_reductions(const Codec& codec, std::size_t per_rank, Op op) {
+  for (const int p : {1, 2, 3, 4, 7}) {
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<S, Codec> coll{t, codec, {.pipeline_values = 1000}};  // several segments a hop
+      const std::size_t n = per_rank * static_cast<std::size_t>(p);
+      const auto in = contribution<T>(t.rank(), n);
+      rank_stream stream;
+      zcoll::cuda::Staging staging{stream.get()};
+      device_bytes d_in = device_bytes::from(std::span<const T>(in)), d_data = device_bytes::from(std::span<const T>(in));
+      device_bytes d_out(n * sizeof(T));
+      const std::string what = std::string(S::name) + " " + Codec::name() + " rank " + std::to_string(t.rank()) + " of " + std::to_string(p);
+
+      coll.allreduce(staging, std::span<T>(d_data.as<T>(), n), op);
+      std::vector<T> host = in;
+      coll.allreduce(std::span<T>(host), op);
+      zcoll_test::require_equal<T>(d_data.to_host<T>(n), host, "allreduce " + what);
+
+      if constexpr (S::supports(zcoll::schedule::collective_op::reduce_scatter)) {
+        coll.reduce_scatter(staging, std::span<const T>(d_in.as<T>(), n), std::span<T>(d_out.as<T>(), per_rank), op);
+        std::vector<T> block(per_rank);
+        coll.reduce_scatter(std::span<const T>(in), std::span<T>(block), op);
+        zcoll_test::require_equal<T>(d_out.to_host<T>(per_rank), block, "reduce_scatter " + what);
+      }
+
+      const bool at_root = t.rank() == 0;
+      coll.reduce(staging, std::span<const T>(d_in.as<T>(), n), at_root ? std::span<T>(d_out.as<T>(), n) : std::span<T>{}, op, 0);
+      std::vector<T> reduced(at_root ? n : 0);
+      coll.reduce(std::span<const T>(in), std::span<T>(reduced), op, 0);
+      if (at_root) zcoll_test::require_equal<T>(d_out.to_host<T>(n), reduced, "reduce " + what);
+    });
+  }
+}
+
+TEST_CASE("cuda::Staging: reductions on device buffers give the host calls' values bit for bit, 1 to 7 ranks",
+          "[cuda][collective]") {
+  check_device_reductions<zcoll::Ring, zcoll::FZLight, float>(zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, 3000, zcoll::op::sum);
+  check_device_reductions<zcoll::Ring, zcoll::FZLight, double>(zcoll::FZLight{{.error_bound = zcoll::relative(1e-4)}}, 2000,
+                                                                zcoll::op::max);
+  check_device_reductions<zcoll::RecursiveDoubling, zcoll::FZLight, float>(zcoll::FZLight{{.error_bound = zcoll::relative(1e-3)}},
+                                                                            2500, zcoll::op::sum);
+  check_device_reductions<zcoll::Ring, zcoll::Int8, float>(zcoll::Int8{{.shape = {1, 64}}}, 64 * 30, zcoll::op::min);
 }
 
 TEST_CASE("cuda::Staging: a damaged block is a format_error naming its sender on every rank (verify mode)",

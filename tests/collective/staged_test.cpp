@@ -9,6 +9,7 @@
 #include "support/collective_data.hpp"
 #include "support/faulty_transport.hpp"
 #include "support/raised_by_ranks.hpp"
+#include "support/staging_spaces.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +33,7 @@
 using zcoll::transport::Local;
 using zcoll::transport::run_local;
 using zcoll_test::raised_by_ranks;
+using zcoll_test::TwoStreamBatches;
 using zcoll_test::contribution;
 using zcoll_test::eb;
 using zcoll_test::require_equal;
@@ -41,12 +43,6 @@ namespace {
 
 
 const std::vector<int> rank_counts = {1, 2, 3, 4, 7, 8, 16};
-
-/// HostStaging with batches of at most two streams: runs are cut as a GPU's 64-stream launches are.
-class TwoStreamBatches : public zcoll::HostStaging {
- public:
-  static constexpr std::size_t max_batch_streams() { return 2; }
-};
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -148,18 +148,17 @@ __global__ void reset_batch(TileState tiles, int tile_count, zcoll::detail::exte
   if (extents != nullptr && i < streams) extents[i] = zcoll::detail::extent_keys{};
 }
 
-/// The order-key range of each stream's finite, non-fill values (blockIdx.y is the stream).
+/// Folds the order keys of the finite, non-fill values of values[0, count) that this thread block visits
+/// (the grid's x dimension strides over them) into `extent`: a block reduction, then one atomic each for
+/// the smallest and the largest. Every thread of the block calls it.
 template <floating_value T>
-__global__ void __launch_bounds__(range_threads) find_ranges(zcoll::detail::compress_job<T> job,
-                                                             zcoll::detail::extent_keys* extents) {
-  const unsigned s = blockIdx.y;
-  const T* values = job.values + job.layout.first_value[s];
-  const std::uint64_t count = job.layout.count(s);
+__device__ void accumulate_extent(const T* values, std::uint64_t count, bool has_fill, bits_of<T> fill,
+                                  zcoll::detail::extent_keys& extent) {
   long long lowest = zcoll::detail::extent_keys{}.lowest, highest = zcoll::detail::extent_keys{}.highest;
   for (std::uint64_t i = std::uint64_t{blockIdx.x} * range_threads + threadIdx.x; i < count;
        i += std::uint64_t{gridDim.x} * range_threads) {
     const T v = values[i];
-    if (zcoll::detail::in_value_range(v, job.has_fill, job.fill)) {
+    if (zcoll::detail::in_value_range(v, has_fill, fill)) {
       const long long key = order_key(v);
       lowest = key < lowest ? key : lowest;
       highest = key > highest ? key : highest;
@@ -171,9 +170,17 @@ __global__ void __launch_bounds__(range_threads) find_ranges(zcoll::detail::comp
   __syncthreads();
   highest = reduce(storage).Reduce(highest, ::cuda::maximum<>{});
   if (threadIdx.x == 0) {
-    atomicMin(&extents[s].lowest, lowest);
-    atomicMax(&extents[s].highest, highest);
+    atomicMin(&extent.lowest, lowest);
+    atomicMax(&extent.highest, highest);
   }
+}
+
+/// The order-key range of each stream's finite, non-fill values (blockIdx.y is the stream).
+template <floating_value T>
+__global__ void __launch_bounds__(range_threads) find_ranges(zcoll::detail::compress_job<T> job,
+                                                             zcoll::detail::extent_keys* extents) {
+  const unsigned s = blockIdx.y;
+  accumulate_extent(job.values + job.layout.first_value[s], job.layout.count(s), job.has_fill, job.fill, extents[s]);
 }
 
 template <class Q, class P, class E, floating_value T, unsigned Threads>

@@ -46,6 +46,7 @@
 #include "zcoll/collective/detail/reduction.hpp"
 #include "zcoll/collective/detail/staged_alltoall.hpp"
 #include "zcoll/collective/detail/staged_block_work.hpp"
+#include "zcoll/collective/detail/staged_reduction.hpp"
 #include "zcoll/collective/detail/task.hpp"
 #include "zcoll/collective/request.hpp"
 #include "zcoll/collective/staging.hpp"
@@ -203,8 +204,8 @@ class Compressed {
                   "Compressed::allgather: this schedule has no allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
     auto fault = checked([&] { check_allgather(mine.size(), all.size()); });
     return start_staged({"allgather (staged)", sizeof(T), mine.size()}, std::move(fault), space, mine.size_bytes(), mine.size_bytes(),
-                        [mine, all](engine& e, detail::call_context& call, auto work) {
-                          return run_allgather<T>(e, call, std::move(work), mine, all);
+                        [mine, all](engine& e, detail::call_context& call, Space& space) {
+                          return run_allgather<T>(e, call, staged_work(e, space), mine, all);
                         });
   }
 
@@ -215,8 +216,8 @@ class Compressed {
     auto fault = checked([&] { check_root("bcast", root); });
     return start_staged({"bcast (staged)", sizeof(T), data.size(), root}, std::move(fault), space,
                         rank() == root ? data.size_bytes() : 0, data.size_bytes(),
-                        [data, root](engine& e, detail::call_context& call, auto work) {
-                          return run_bcast<T>(e, call, std::move(work), data, root);
+                        [data, root](engine& e, detail::call_context& call, Space& space) {
+                          return run_bcast<T>(e, call, staged_work(e, space), data, root);
                         });
   }
 
@@ -226,8 +227,8 @@ class Compressed {
     auto fault = checked([&] { check_rooted_blocks("scatter", root, mine.size(), all.size()); });
     return start_staged({"scatter (staged)", sizeof(T), mine.size(), root}, std::move(fault), space,
                         rank() == root ? all.size_bytes() : 0, mine.size_bytes(),
-                        [all, mine, root](engine& e, detail::call_context& call, auto work) {
-                          return run_scatter<T>(e, call, std::move(work), all, mine, root);
+                        [all, mine, root](engine& e, detail::call_context& call, Space& space) {
+                          return run_scatter<T>(e, call, staged_work(e, space), all, mine, root);
                         });
   }
 
@@ -236,8 +237,8 @@ class Compressed {
     static_assert(S::supports(op_kind::gather), "Compressed::gather: this schedule has no gather; use zcoll::BinomialTree");
     auto fault = checked([&] { check_rooted_blocks("gather", root, mine.size(), all.size()); });
     return start_staged({"gather (staged)", sizeof(T), mine.size(), root}, std::move(fault), space, mine.size_bytes(),
-                        mine.size_bytes(), [mine, all, root](engine& e, detail::call_context& call, auto work) {
-                          return run_gather<T>(e, call, std::move(work), mine, all, root);
+                        mine.size_bytes(), [mine, all, root](engine& e, detail::call_context& call, Space& space) {
+                          return run_gather<T>(e, call, staged_work(e, space), mine, all, root);
                         });
   }
 
@@ -271,14 +272,10 @@ class Compressed {
   request reduce_scatter_async(std::span<const T> in, std::span<T> out, Op op) {
     static_assert(S::supports(op_kind::reduce_scatter),
                   "Compressed::reduce_scatter: this schedule has no reduce_scatter; use zcoll::Ring");
-    const detail::call_description what{"reduce_scatter", sizeof(T), out.size(), 0, Op::name};
-    auto fault = checked([&] {
-      check_size("reduce_scatter", "in", in.size(), per_rank_total("reduce_scatter", "out.size() x ranks =", out.size()));
-      check_rows("reduce_scatter", "a block (out)", out.size());
-    });
-    return start(what, std::move(fault), in.size_bytes(), in.size_bytes(),
+    auto fault = checked([&] { check_reduce_scatter(in.size(), out.size()); });
+    return start({"reduce_scatter", sizeof(T), out.size(), 0, Op::name}, std::move(fault), in.size_bytes(), in.size_bytes(),
                  body_of<T>(in, out, [op](engine& e, detail::call_context& call, auto in, auto out) {
-                   return run_reduce_scatter<value_of<decltype(out)>>(e, call, in, out, op);
+                   return run_reduce_scatter<value_of<decltype(out)>>(e, call, host_reduction(e), in, out, op);
                  }));
   }
 
@@ -287,11 +284,10 @@ class Compressed {
   request allreduce_async(std::span<T> data, Op op) {
     static_assert(allreduce_possible, "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + "
                                       "allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
-    const detail::call_description what{"allreduce", sizeof(T), data.size(), 0, Op::name};
     auto fault = checked([&] { check_whole_rows_per_rank("allreduce", "data", data.size()); });
-    return start(what, std::move(fault), data.size_bytes(), data.size_bytes(),
+    return start({"allreduce", sizeof(T), data.size(), 0, Op::name}, std::move(fault), data.size_bytes(), data.size_bytes(),
                  body_of<T>({}, data, [op](engine& e, detail::call_context& call, auto, auto out) {
-                   return run_allreduce<value_of<decltype(out)>>(e, call, out, op);
+                   return run_allreduce<value_of<decltype(out)>>(e, call, host_reduction(e), out, op);
                  }));
   }
 
@@ -301,16 +297,11 @@ class Compressed {
   request allreduce_async(std::span<const T> in, std::span<T> out, Op op) {
     static_assert(allreduce_possible, "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + "
                                       "allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
-    const detail::call_description what{"allreduce", sizeof(T), in.size(), 0, Op::name};
-    auto fault = checked([&] {
-      check_size("allreduce", "out", out.size(), in.size());
-      check_disjoint("allreduce", in, out);
-      check_whole_rows_per_rank("allreduce", "in", in.size());
-    });
+    auto fault = checked([&] { check_allreduce(in, out); });
     if (!fault) std::copy(in.begin(), in.end(), out.begin());
-    return start(what, std::move(fault), in.size_bytes(), in.size_bytes(),
+    return start({"allreduce", sizeof(T), in.size(), 0, Op::name}, std::move(fault), in.size_bytes(), in.size_bytes(),
                  body_of<T>({}, out, [op](engine& e, detail::call_context& call, auto, auto out) {
-                   return run_allreduce<value_of<decltype(out)>>(e, call, out, op);
+                   return run_allreduce<value_of<decltype(out)>>(e, call, host_reduction(e), out, op);
                  }));
   }
 
@@ -322,19 +313,64 @@ class Compressed {
   request reduce_async(std::span<const T> in, std::span<T> out, Op op, int root) {
     static_assert(allreduce_possible, "Compressed::reduce: this schedule has neither an allreduce nor reduce_scatter; use "
                                       "zcoll::Ring or zcoll::RecursiveDoubling");
-    const detail::call_description what{"reduce", sizeof(T), in.size(), root, Op::name};
-    auto fault = checked([&] {
-      check_root("reduce", root);
-      if (rank() == root) {
-        check_size("reduce", "out", out.size(), in.size());
-        check_disjoint("reduce", in, out);
-      }
-      check_whole_rows_per_rank("reduce", "in", in.size());
-    });
-    return start(what, std::move(fault), in.size_bytes(), in.size_bytes(),
+    auto fault = checked([&] { check_reduce(in, out, root); });
+    return start({"reduce", sizeof(T), in.size(), root, Op::name}, std::move(fault), in.size_bytes(), in.size_bytes(),
                  body_of<T>(in, out, [op, root](engine& e, detail::call_context& call, auto in, auto out) {
-                   return run_reduce<value_of<decltype(out)>>(e, call, in, out, op, root);
+                   return run_reduce<value_of<decltype(out)>>(e, call, host_reduction(e), in, out, op, root);
                  }));
+  }
+
+  // ---- reductions on values in a staging space (device buffers) ------------------------------------
+
+  /// The reductions on values in `space`'s memory (device buffers with a zcoll::cuda::Staging): the
+  /// arguments, checks, hops, results and reports of the host calls, bit for bit, with the values
+  /// reduced in the space and each hop's segments compressed and decoded there in batches
+  /// (detail/staged_reduction.hpp). Every hop decompresses, reduces and compresses: sums on compressed
+  /// streams (collective_config::homomorphic) stay with the host calls. `space` and the buffers must
+  /// live until the request completes; a space serves one call in flight.
+  template <staging_space Space, floating_value T, op::reduction Op>
+  request reduce_scatter_async(Space& space, std::span<const T> in, std::span<T> out, Op op) {
+    static_assert(S::supports(op_kind::reduce_scatter),
+                  "Compressed::reduce_scatter: this schedule has no reduce_scatter; use zcoll::Ring");
+    auto fault = checked([&] { check_reduce_scatter(in.size(), out.size()); });
+    return start_staged({"reduce_scatter (staged)", sizeof(T), out.size(), 0, Op::name}, std::move(fault), space, in.size_bytes(),
+                        in.size_bytes(), [in, out, op](engine& e, detail::call_context& call, Space& space) {
+                          return run_reduce_scatter<T>(e, call, staged_reduction(e, space), in, out, op);
+                        });
+  }
+
+  template <staging_space Space, floating_value T, op::reduction Op>
+  request allreduce_async(Space& space, std::span<T> data, Op op) {
+    static_assert(allreduce_possible, "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + "
+                                      "allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
+    auto fault = checked([&] { check_whole_rows_per_rank("allreduce", "data", data.size()); });
+    return start_staged({"allreduce (staged)", sizeof(T), data.size(), 0, Op::name}, std::move(fault), space, data.size_bytes(),
+                        data.size_bytes(), [data, op](engine& e, detail::call_context& call, Space& space) {
+                          return run_allreduce<T>(e, call, staged_reduction(e, space), data, op);
+                        });
+  }
+
+  /// out = the reduction of every rank's `in`, `in` left as it was (copied into `out` in the space).
+  template <staging_space Space, floating_value T, op::reduction Op>
+  request allreduce_async(Space& space, std::span<const T> in, std::span<T> out, Op op) {
+    static_assert(allreduce_possible, "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + "
+                                      "allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
+    auto fault = checked([&] { check_allreduce(in, out); });
+    return start_staged({"allreduce (staged)", sizeof(T), in.size(), 0, Op::name}, std::move(fault), space, in.size_bytes(),
+                        in.size_bytes(), [in, out, op](engine& e, detail::call_context& call, Space& space) {
+                          return run_allreduce_from<T>(e, call, staged_reduction(e, space), in, out, op);
+                        });
+  }
+
+  template <staging_space Space, floating_value T, op::reduction Op>
+  request reduce_async(Space& space, std::span<const T> in, std::span<T> out, Op op, int root) {
+    static_assert(allreduce_possible, "Compressed::reduce: this schedule has neither an allreduce nor reduce_scatter; use "
+                                      "zcoll::Ring or zcoll::RecursiveDoubling");
+    auto fault = checked([&] { check_reduce(in, out, root); });
+    return start_staged({"reduce (staged)", sizeof(T), in.size(), root, Op::name}, std::move(fault), space, in.size_bytes(),
+                        in.size_bytes(), [in, out, op, root](engine& e, detail::call_context& call, Space& space) {
+                          return run_reduce<T>(e, call, staged_reduction(e, space), in, out, op, root);
+                        });
   }
 
   // ---- blocking: the non-blocking calls, waited on -------------------------------------------------
@@ -381,6 +417,20 @@ class Compressed {
   void allreduce(std::span<const T> in, std::span<T> out, Op op) { complete(allreduce_async<T>(in, out, op)); }
   template <collective_value T, op::reduction Op>
   void reduce(std::span<const T> in, std::span<T> out, Op op, int root) { complete(reduce_async<T>(in, out, op, root)); }
+  template <staging_space Space, floating_value T, op::reduction Op>
+  void reduce_scatter(Space& space, std::span<const T> in, std::span<T> out, Op op) {
+    complete(reduce_scatter_async<Space, T>(space, in, out, op));
+  }
+  template <staging_space Space, floating_value T, op::reduction Op>
+  void allreduce(Space& space, std::span<T> data, Op op) { complete(allreduce_async<Space, T>(space, data, op)); }
+  template <staging_space Space, floating_value T, op::reduction Op>
+  void allreduce(Space& space, std::span<const T> in, std::span<T> out, Op op) {
+    complete(allreduce_async<Space, T>(space, in, out, op));
+  }
+  template <staging_space Space, floating_value T, op::reduction Op>
+  void reduce(Space& space, std::span<const T> in, std::span<T> out, Op op, int root) {
+    complete(reduce_async<Space, T>(space, in, out, op, root));
+  }
 
  private:
   static constexpr bool direct_allreduce = S::supports(op_kind::allreduce);
@@ -517,7 +567,7 @@ class Compressed {
     co_await finish(call);
   }
 
-  /// Starts a staged call: `run(engine, call, work)` with the space's staged_block_work; the call holds
+  /// Starts a staged call: `run(engine, call, space)`; the call holds
   /// the space (a staging_claim in its coroutine frame) until it completes. A space lent to a call in
   /// flight is an argument_error like the arguments' (in verify mode, on every rank).
   template <staging_space Space, class Run>
@@ -529,8 +579,22 @@ class Compressed {
     staging_claim claim = fault ? staging_claim{} : staging_claim(space);  // with a fault the body never runs
     return start(what, std::move(fault), input_bytes, block_bytes,
                  [&space, run, claim = std::move(claim)](engine& e, detail::call_context& call) mutable {
-                   return holding(std::move(claim), run(e, call, detail::staged_block_work<Codec, Space>{e.coder, space}));
+                   return holding(std::move(claim), run(e, call, space));
                  });
+  }
+
+  /// The work of a data-movement call on values in `space` (detail/staged_block_work.hpp).
+  template <staging_space Space>
+  static detail::staged_block_work<Codec, Space> staged_work(engine& e, Space& space) {
+    return {e.coder, e.coder.codec(), space};
+  }
+
+  /// The work of a reduction on host memory (detail/reduction.hpp), and on values in `space`
+  /// (detail/staged_reduction.hpp).
+  static detail::host_reduction_work<Codec> host_reduction(engine& e) { return {e.coder}; }
+  template <staging_space Space>
+  static detail::staged_reduction_work<Codec, Space> staged_reduction(engine& e, Space& space) {
+    return {e.coder, space};
   }
 
   /// A staged alltoall(v) (blocks' first values in send_first / recv_first).
@@ -540,8 +604,8 @@ class Compressed {
                                 std::vector<std::size_t> recv_first) {
     return start_staged(what, std::move(fault), space, in.size_bytes(), 0,
                         [in, out, send_first = std::move(send_first), recv_first = std::move(recv_first)](
-                            engine& e, detail::call_context& call, auto work) {
-                          return run_with_finish(call, detail::staged_alltoallv<S, Codec, T>(call, e.coder, work.space, in, send_first,
+                            engine& e, detail::call_context& call, Space& space) {
+                          return run_with_finish(call, detail::staged_alltoallv<S, Codec, T>(call, e.coder, space, in, send_first,
                                                                                             out, recv_first, identity_codec));
                         });
   }
@@ -611,13 +675,15 @@ class Compressed {
     co_await finish(call);
   }
 
-  template <floating_value T, class Op>
-  static detail::task<> run_reduce_scatter(engine& e, detail::call_context& call, std::span<const T> in, std::span<T> out, Op op) {
-    auto& work = call.scratch().work<T>();
-    work.assign(in.begin(), in.end());
-    const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
+  // `w` holds the values reduced and runs the hops: detail::host_reduction_work, or a staging space's
+  // staged_reduction_work (which leaves sums on compressed streams to host memory).
+
+  template <floating_value T, class Work, class Op>
+  static detail::task<> run_reduce_scatter(engine& e, detail::call_context& call, Work w, std::span<const T> in, std::span<T> out,
+                                           Op op) {
+    const double eb = co_await w.template hop_bound<T>(call, e.coder.codec().config(), in);
     const std::size_t n = out.size();
-    if constexpr (sums_streams<Op>) {
+    if constexpr (sums_streams<Op> && Work::sums_streams) {
       if (call.compress_now && e.config.homomorphic) {
         const Codec& hops = e.coder.hop_codec(eb);
         detail::piece_table table(call.size(), blocks_of_length(n), e.config.pipeline_values, e.coder.row_length());
@@ -633,20 +699,20 @@ class Compressed {
         co_return;
       }
     }
-    const auto errors = co_await detail::reduce_blocks<S, Codec, T>(
-        call, e.coder, op_kind::reduce_scatter, e.coder.hop_codec(eb), op,
-        [n](int b) { return std::pair{n * static_cast<std::size_t>(b), n}; }, std::span<T>(work));
-    std::copy_n(work.begin() + static_cast<std::ptrdiff_t>(n * static_cast<std::size_t>(call.rank())), n, out.begin());
+    const std::span<T> work = w.template copy_of<T>(call, in);
+    const auto errors = co_await w.template reduce_blocks<S, T>(call, op_kind::reduce_scatter, e.coder.hop_codec(eb), op,
+                                                                blocks_of_length(n), work);
+    w.template copy_values<T>(out, work.subspan(n * static_cast<std::size_t>(call.rank()), n));
     detail::set_reduction_bound(call, errors[static_cast<std::size_t>(call.rank())]);
     co_await finish(call);
   }
 
-  template <floating_value T, class Op>
-  static detail::task<> run_allreduce(engine& e, detail::call_context& call, std::span<T> data, Op op) {
-    const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), std::span<const T>(data));
+  template <floating_value T, class Work, class Op>
+  static detail::task<> run_allreduce(engine& e, detail::call_context& call, Work w, std::span<T> data, Op op) {
+    const double eb = co_await w.template hop_bound<T>(call, e.coder.codec().config(), std::span<const T>(data));
     const Codec& hops = e.coder.hop_codec(eb);
     const std::size_t n = data.size();
-    if constexpr (sums_streams<Op>) {
+    if constexpr (sums_streams<Op> && Work::sums_streams) {
       if (call.compress_now && e.config.homomorphic) {
         auto table = co_await homomorphic_allreduce<T>(e, call, hops, std::span<const T>(data), data, -1);
         detail::hop_error worst{};
@@ -660,10 +726,10 @@ class Compressed {
       }
     }
     if constexpr (direct_allreduce) {
-      co_await reduce_whole<T>(e, call, hops, op, data);
+      co_await reduce_whole<T>(call, w, hops, op, data);
     } else {
       const auto range = block_ranges(n, call.size());
-      const auto errors = co_await detail::reduce_blocks<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, op, range, data);
+      const auto errors = co_await w.template reduce_blocks<S, T>(call, op_kind::reduce_scatter, hops, op, range, data);
       // The allgather compresses each reduced block once, at its owner (with error feedback, under a key
       // of its own); the owner knows that compression's bound.
       const int me = call.rank();
@@ -671,19 +737,28 @@ class Compressed {
         const auto [lo, count] = range(b);
         return data.subspan(lo, count);
       };
-      const double own_bound = co_await detail::move_blocks<S, Codec, T>(
-          call, e.coder, hops, op_kind::allgather, 0, movement_plan<T>(block, [me](int b) { return b == me; }),
-          feedback_for(op_kind::allgather));
+      auto movement = w.block_work(hops, feedback_for(op_kind::allgather));
+      const double own_bound = co_await detail::move_blocks_with<S, T>(
+          call, movement, op_kind::allgather, 0, movement_plan<T>(block, [me](int b) { return b == me; }));
       const detail::hop_error worst = co_await owners_bound(call, errors[static_cast<std::size_t>(me)], own_bound);
       detail::set_reduction_bound(call, worst);
     }
     co_await finish(call);
   }
 
-  template <floating_value T, class Op>
-  static detail::task<> run_reduce(engine& e, detail::call_context& call, std::span<const T> in, std::span<T> out, Op op, int root) {
-    const double eb = co_await detail::hop_bound<T>(call, e.coder.codec().config(), in);
-    if constexpr (sums_streams<Op>) {
+  /// allreduce into `out` from `in`: a copy (in the call, once its arguments are agreed), then in place.
+  template <floating_value T, class Work, class Op>
+  static detail::task<> run_allreduce_from(engine& e, detail::call_context& call, Work w, std::span<const T> in, std::span<T> out,
+                                           Op op) {
+    w.template copy_values<T>(out, in);
+    co_await run_allreduce<T>(e, call, std::move(w), out, op);
+  }
+
+  template <floating_value T, class Work, class Op>
+  static detail::task<> run_reduce(engine& e, detail::call_context& call, Work w, std::span<const T> in, std::span<T> out, Op op,
+                                   int root) {
+    const double eb = co_await w.template hop_bound<T>(call, e.coder.codec().config(), in);
+    if constexpr (sums_streams<Op> && Work::sums_streams) {
       if (call.compress_now && e.config.homomorphic) {
         const Codec& hops = e.coder.hop_codec(eb);
         auto table = co_await homomorphic_allreduce<T>(e, call, hops, in, call.rank() == root ? out : std::span<T>{}, root);
@@ -701,24 +776,22 @@ class Compressed {
         co_return;
       }
     }
-    co_await run_reduce_chain<T>(e, call, in, out, op, root, eb);
+    co_await run_reduce_chain<T>(e, call, w, in, out, op, root, eb);
   }
 
   /// reduce by decompress-reduce-compress hops, with the hops' bound `eb`.
-  template <floating_value T, class Op>
-  static detail::task<> run_reduce_chain(engine& e, detail::call_context& call, std::span<const T> in, std::span<T> out, Op op,
-                                         int root, double eb) {
-    auto& work = call.scratch().work<T>();
-    work.assign(in.begin(), in.end());
-    const std::span<T> data(work);
+  template <floating_value T, class Work, class Op>
+  static detail::task<> run_reduce_chain(engine& e, detail::call_context& call, Work& w, std::span<const T> in, std::span<T> out,
+                                         Op op, int root, double eb) {
+    const std::span<T> data = w.template copy_of<T>(call, in);
     const Codec& hops = e.coder.hop_codec(eb);
     const std::size_t n = data.size();
     const int p = call.size(), me = call.rank();
     if constexpr (direct_allreduce) {
-      co_await reduce_whole<T>(e, call, hops, op, data);
+      co_await reduce_whole<T>(call, w, hops, op, data);
     } else {
       const auto range = block_ranges(n, p);
-      const auto errors = co_await detail::reduce_blocks<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, op, range, data);
+      const auto errors = co_await w.template reduce_blocks<S, T>(call, op_kind::reduce_scatter, hops, op, range, data);
       // The reduced blocks go to the root over a binomial tree (block k is rank (root + k) mod p's),
       // each compressed once at its owner.
       const auto owner = [root, p](int k) { return (root + k) % p; };
@@ -730,17 +803,17 @@ class Compressed {
           [=](int k) { return owner(k) == me ? std::span<const T>(block(data, me)) : std::span<const T>{}; },
           [=](int k) { return me == root && owner(k) != root ? block(out, owner(k)) : std::span<T>{}; },
           [=](int k) { return owner(k) == me; }, [=](int k) { return range(owner(k)).second; }};
-      const double own_bound = co_await detail::move_blocks<BinomialTree, Codec, T>(call, e.coder, hops, op_kind::gather, root,
-                                                                                    plan, feedback_for(op_kind::gather));
+      auto movement = w.block_work(hops, feedback_for(op_kind::gather));
+      const double own_bound = co_await detail::move_blocks_with<BinomialTree, T>(call, movement, op_kind::gather, root, plan);
       const detail::hop_error worst = co_await owners_bound(call, errors[static_cast<std::size_t>(me)], own_bound);
       detail::set_reduction_bound(call, worst);
     }
     if (me == root) {
       if constexpr (direct_allreduce) {
-        std::copy(work.begin(), work.end(), out.begin());
+        w.template copy_values<T>(out, data);
       } else {
         const auto [lo, count] = block_ranges(n, p)(root);
-        std::copy_n(work.begin() + static_cast<std::ptrdiff_t>(lo), count, out.begin() + static_cast<std::ptrdiff_t>(lo));
+        w.template copy_values<T>(out.subspan(lo, count), data.subspan(lo, count));
       }
     }
     co_await finish(call);
@@ -779,11 +852,11 @@ class Compressed {
 
   /// The schedule's own allreduce (RecursiveDoubling) over all of `data`, one block; the report's bound
   /// is that block's. allreduce and reduce both run it where the schedule has one.
-  template <floating_value T, class Op>
-  static detail::task<> reduce_whole(engine& e, detail::call_context& call, const Codec& hops, Op op, std::span<T> data) {
+  template <floating_value T, class Work, class Op>
+  static detail::task<> reduce_whole(detail::call_context& call, Work& w, const Codec& hops, Op op, std::span<T> data) {
     const std::size_t n = data.size();
-    const auto errors = co_await detail::reduce_blocks<S, Codec, T>(
-        call, e.coder, op_kind::allreduce, hops, op, [n](int) { return std::pair{std::size_t{0}, n}; }, data);
+    const auto errors = co_await w.template reduce_blocks<S, T>(call, op_kind::allreduce, hops, op,
+                                                                [n](int) { return std::pair{std::size_t{0}, n}; }, data);
     detail::set_reduction_bound(call, errors[0]);
   }
 
@@ -856,6 +929,28 @@ class Compressed {
       throw argument_error(std::string(call) + ": " + counts_name + " add up to " + std::to_string(total) + " values, " +
                            buffer_name + " holds " + std::to_string(buffer_values));
     }
+  }
+
+  void check_reduce_scatter(std::size_t in, std::size_t out) const {
+    check_size("reduce_scatter", "in", in, per_rank_total("reduce_scatter", "out.size() x ranks =", out));
+    check_rows("reduce_scatter", "a block (out)", out);
+  }
+
+  template <collective_value T>
+  void check_allreduce(std::span<const T> in, std::span<T> out) const {
+    check_size("allreduce", "out", out.size(), in.size());
+    check_disjoint("allreduce", in, out);
+    check_whole_rows_per_rank("allreduce", "in", in.size());
+  }
+
+  template <collective_value T>
+  void check_reduce(std::span<const T> in, std::span<T> out, int root) const {
+    check_root("reduce", root);
+    if (rank() == root) {
+      check_size("reduce", "out", out.size(), in.size());
+      check_disjoint("reduce", in, out);
+    }
+    check_whole_rows_per_rank("reduce", "in", in.size());
   }
 
   void check_allgather(std::size_t mine, std::size_t all) const {

@@ -13,7 +13,8 @@
 /// asynchronous DMA); each grows to the largest call it served and is then reused, so calls of one size
 /// allocate nothing after the first. Every step is enqueued on the stream; a call waits for it three
 /// times (the compressed sizes, the staged bytes, the decoded values with their fault record), which is
-/// what moving the bytes through the host needs. Work the caller enqueued on the stream before the call
+/// what moving the bytes through the host needs (a reduction: once a hop, and once for a relative
+/// bound's extent). Work the caller enqueued on the stream before the call
 /// runs first (the values are read in stream order); the call returns with its values written.
 ///
 /// The codec must have a CUDA driver: the Lorenzo1D/None pipelines with block encoders (FZLight),
@@ -36,6 +37,7 @@
 #include "zcoll/collective/staging.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.cuh"
+#include "zcoll/core/value_range.hpp"
 
 namespace zcoll::cuda {
 
@@ -56,7 +58,32 @@ struct pinned_free {
 
 /// Device areas are cudaMalloc'd, host areas pinned.
 inline bool on_device(staging_area area) {
-  return area == staging_area::device_out || area == staging_area::device_in || area == staging_area::device_work;
+  return area == staging_area::device_out || area == staging_area::device_in || area == staging_area::device_work ||
+         area == staging_area::device_values || area == staging_area::device_incoming;
+}
+
+inline constexpr unsigned combine_threads = 256;
+
+/// target = op(target, incoming), element by element: the host's reduction operators, run per value.
+template <class T, class Op>
+__global__ void __launch_bounds__(combine_threads) combine_values(T* target, const T* incoming, std::uint64_t count, Op op) {
+  for (std::uint64_t i = std::uint64_t{blockIdx.x} * combine_threads + threadIdx.x; i < count;
+       i += std::uint64_t{gridDim.x} * combine_threads) {
+    target[i] = op(target[i], incoming[i]);
+  }
+}
+
+/// The order keys of the finite, non-fill values of values[0, count) into *extent (reset before).
+template <floating_value T>
+__global__ void __launch_bounds__(zcoll::cuda::detail::range_threads) value_extent_keys(const T* values, std::uint64_t count,
+                                                                                      bool has_fill, bits_of<T> fill,
+                                                                                      zcoll::detail::extent_keys* extent) {
+  zcoll::cuda::detail::accumulate_extent(values, count, has_fill, fill, *extent);
+}
+
+/// Blocks for a grid-stride pass over `count` values, `threads` a block: enough to fill a GPU, no more.
+inline unsigned grid_blocks(std::uint64_t count, unsigned threads) {
+  return static_cast<unsigned>(std::clamp<std::uint64_t>((count + threads - 1) / threads, 1, 4096));
 }
 
 }  // namespace detail
@@ -135,11 +162,47 @@ class Staging {
     return batch_fault{fault.stream, describe(fault)};
   }
 
+  /// The smallest and largest finite value of `values` (device memory) other than the fill value: one
+  /// pass on the stream, and a wait for its two words.
+  template <floating_value T>
+  value_extent<double> extent(std::span<const T> values, std::optional<bits_of<T>> fill_bits) {
+    if (values.empty()) return {};
+    using keys = zcoll::detail::extent_keys;
+    auto* device_keys = reinterpret_cast<keys*>(area(staging_area::device_work, sizeof(keys)).data());
+    auto* host_keys = reinterpret_cast<keys*>(area(staging_area::host_words, sizeof(keys)).data());
+    *host_keys = keys{};
+    check_call(cudaMemcpyAsync(device_keys, host_keys, sizeof(keys), cudaMemcpyHostToDevice, exec_.stream), "Staging: resetting the extent");
+    detail::value_extent_keys<T><<<detail::grid_blocks(values.size(), zcoll::cuda::detail::range_threads),
+                                   zcoll::cuda::detail::range_threads, 0, exec_.stream>>>(values.data(), values.size(), fill_bits.has_value(),
+                                                                                          fill_bits.value_or(0), device_keys);
+    check_call(cudaGetLastError(), "Staging: the extent kernel");
+    check_call(cudaMemcpyAsync(host_keys, device_keys, sizeof(keys), cudaMemcpyDeviceToHost, exec_.stream), "Staging: reading the extent");
+    wait();
+    const value_extent<T> found = zcoll::detail::extent_of_keys<T>(*host_keys);
+    return {found.lowest, found.highest};
+  }
+
+  /// Enqueues target = op(target, incoming) element-wise (a copy of incoming where `reduce` is false).
+  template <floating_value T, class Op>
+  void combine(Op op, std::span<T> target, std::span<const T> incoming, bool reduce) {
+    if (target.size() != incoming.size()) {
+      throw argument_error("Staging::combine: " + std::to_string(incoming.size()) + " values into " + std::to_string(target.size()));
+    }
+    if (!reduce) {
+      copy(std::as_writable_bytes(target), std::as_bytes(incoming));
+      return;
+    }
+    if (target.empty()) return;
+    detail::combine_values<T, Op><<<detail::grid_blocks(target.size(), detail::combine_threads), detail::combine_threads, 0, exec_.stream>>>(
+        target.data(), incoming.data(), target.size(), op);
+    check_call(cudaGetLastError(), "Staging: the combine kernel");
+  }
+
  private:
   exec::Cuda exec_;
-  std::array<std::unique_ptr<std::byte, detail::device_free>, 6> device_;
-  std::array<std::unique_ptr<std::byte, detail::pinned_free>, 6> pinned_;
-  std::array<std::size_t, 6> capacity_{};
+  std::array<std::unique_ptr<std::byte, detail::device_free>, staging_areas> device_;
+  std::array<std::unique_ptr<std::byte, detail::pinned_free>, staging_areas> pinned_;
+  std::array<std::size_t, staging_areas> capacity_{};
   bool in_use_ = false;
 };
 

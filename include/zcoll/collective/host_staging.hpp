@@ -3,8 +3,8 @@
 /// steps it takes on a GPU — every outgoing block compressed in batches into the device_out area, the
 /// streams copied to host_out for the transport, the received ones copied to device_in and decompressed
 /// in batches — with memcpy for the copies and the host driver (compress_batch on exec::Host) for the
-/// codec. It is how the device collectives' staging is tested without a GPU; on the host it also
-/// compresses a call's blocks as one batch.
+/// codec, and host loops for a reduction's extent and combine. It is how the device collectives' staging
+/// is tested without a GPU; on the host it also compresses a call's blocks as one batch.
 
 #include <array>
 #include <cstddef>
@@ -20,6 +20,8 @@
 #include "zcoll/collective/staging.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
+#include "zcoll/core/reduce_op.hpp"
+#include "zcoll/core/value_range.hpp"
 #include "zcoll/core/value_type.hpp"
 
 namespace zcoll {
@@ -81,9 +83,25 @@ class HostStaging {
     return std::nullopt;
   }
 
+  /// The smallest and largest finite value other than the fill value (lowest > highest: none).
+  template <floating_value T>
+  value_extent<double> extent(std::span<const T> values, std::optional<bits_of<T>> fill_bits) const {
+    const value_extent<T> found = find_value_extent(exec_, values, fill_bits);
+    return {found.lowest, found.highest};
+  }
+
+  /// target = op(target, incoming) element-wise (a copy of incoming where `reduce` is false).
+  template <floating_value T, class Op>
+  void combine(Op op, std::span<T> target, std::span<const T> incoming, bool reduce) {
+    if (target.size() != incoming.size()) {
+      throw argument_error("HostStaging::combine: " + std::to_string(incoming.size()) + " values into " + std::to_string(target.size()));
+    }
+    detail::combine_into(target.data(), incoming.data(), target.size(), reduce, op);
+  }
+
  private:
   exec::Host exec_;
-  std::array<std::vector<std::byte>, 6> areas_;
+  std::array<std::vector<std::byte>, staging_areas> areas_;
   bool in_use_ = false;
 };
 

@@ -9,7 +9,8 @@
 ///
 /// A staged call compresses all its outgoing blocks in the space (one batch launch for consecutive
 /// blocks), copies the compressed bytes to host buffers for the transport, and decompresses everything
-/// it received in the space at the end (collective/detail/staged_alltoall.hpp). zcoll::HostStaging runs
+/// it received in the space at the end (collective/detail/staged_alltoall.hpp); a reduction's hops
+/// compress, decode and reduce in the space (collective/detail/staged_reduction.hpp). zcoll::HostStaging runs
 /// the same steps on host memory, with memcpy for the copies: it is how the staging logic is tested
 /// without a GPU, and a way to batch a call's compression on the host.
 ///
@@ -37,7 +38,12 @@ enum class staging_area {
   host_out,     ///< what goes to the transport: the outgoing blocks in rank order
   host_in,      ///< what the transport delivers, in rank order
   host_words,   ///< the compressed sizes a batch reports
+  device_values,    ///< a reduction's values, reduced in place hop after hop
+  device_incoming,  ///< a reduction hop's received values, decoded, before they are reduced
 };
+
+/// How many areas a space keeps.
+inline constexpr std::size_t staging_areas = 8;
 
 /// A batch that did not decode: which of its streams, and the decoder's message.
 struct batch_fault {
@@ -46,7 +52,10 @@ struct batch_fault {
 };
 
 /// What every staging space provides; the codec calls (workspace_bytes, compress, check_compressed,
-/// decompress) are checked where a call uses them with its codec and value type.
+/// decompress) and the reductions' calls — extent(values, fill_bits) -> value_extent<double> (the
+/// finite, non-fill values' smallest and largest, for a relative bound) and combine(op, target,
+/// incoming, reduce) (target = op(target, incoming) element-wise, or a copy), both enqueued in the space
+/// — are checked where a call uses them with its codec and value type.
 template <class S>
 concept staging_space = requires(S& s, staging_area area, std::size_t bytes, std::span<std::byte> to,
                                  std::span<const std::byte> from) {

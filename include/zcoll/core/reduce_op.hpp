@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <concepts>
+#include <cstddef>
 
 namespace zcoll::op {
 
@@ -41,3 +42,18 @@ template <class Op>
 concept reduction = std::same_as<Op, sum_t> || std::same_as<Op, min_t> || std::same_as<Op, max_t>;
 
 }  // namespace zcoll::op
+
+namespace zcoll::detail {
+
+/// target = op(target, incoming) element-wise, or a copy of incoming when the schedule replaces (a
+/// reduction hop's last step on the host; a staging space's combine runs the same op per element).
+template <class T, class Op>
+void combine_into(T* target, const T* incoming, std::size_t count, bool reduce, Op op) {
+  if (!reduce) {
+    std::copy_n(incoming, count, target);
+    return;
+  }
+  for (std::size_t i = 0; i < count; ++i) target[i] = op(target[i], incoming[i]);
+}
+
+}  // namespace zcoll::detail

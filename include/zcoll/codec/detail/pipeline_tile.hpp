@@ -126,13 +126,17 @@ struct extent_keys {
   long long highest = std::numeric_limits<long long>::min();
 };
 
+/// The values whose order keys `keys` holds (empty when it holds none).
+template <floating_value T>
+ZCOLL_HOST_DEVICE value_extent<T> extent_of_keys(const extent_keys& keys) {
+  using key = std::make_signed_t<bits_of<T>>;
+  if (keys.lowest > keys.highest) return {};
+  return {from_order_key<T>(static_cast<key>(keys.lowest)), from_order_key<T>(static_cast<key>(keys.highest))};
+}
+
 template <floating_value T>
 ZCOLL_HOST_DEVICE double range_of(const extent_keys& keys) {
-  using key = std::make_signed_t<bits_of<T>>;
-  if (keys.lowest > keys.highest) return 0.0;
-  return value_extent<T>{from_order_key<T>(static_cast<key>(keys.lowest)),
-                         from_order_key<T>(static_cast<key>(keys.highest))}
-      .range();
+  return extent_of_keys<T>(keys).range();
 }
 
 /// Whether the order key of `v` counts for the value range: finite and not the fill value.

@@ -100,7 +100,7 @@ struct held_blocks {
 /// move_blocks' work on the blocks on host memory: each held block compressed once by the collective's
 /// block_codec (under error-feedback keys when `feedback` names an operation), raw ones sent from where
 /// they are, raw received ones landing in their destinations where those are adjacent, each kept block
-/// decoded. (A staging space's is staged_block_work, detail/staged_movement.hpp.)
+/// decoded. (A staging space's is staged_block_work, detail/staged_block_work.hpp.)
 template <codec Codec>
 struct host_block_work {
   block_codec<Codec>& coder;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -20,6 +21,7 @@
 
 #include "zcoll/collective/detail/block_codec.hpp"
 #include "zcoll/collective/detail/call.hpp"
+#include "zcoll/collective/detail/movement.hpp"
 #include "zcoll/collective/detail/task.hpp"
 #include "zcoll/collective/detail/wire.hpp"
 #include "zcoll/core/error.hpp"
@@ -65,14 +67,15 @@ inline void set_reduction_bound(call_context& call, const hop_error& e) {
 }
 
 /// The absolute bound of every hop: the codec's absolute bound, or a relative one times the range of
-/// all ranks' inputs (finite, non-fill values; one exact allgather of 2 values per rank).
-template <floating_value T>
-task<double> hop_bound(call_context& call, const codec_config& codec, std::span<const T> input) {
+/// all ranks' inputs (finite, non-fill values; one exact allgather of 2 values per rank). `local_extent()`
+/// finds this rank's extent (value_extent<double>), where the values are; it runs only for a relative
+/// bound.
+template <class LocalExtent>
+task<double> hop_bound(call_context& call, const codec_config& codec, LocalExtent local_extent) {
   if (!call.compress_now) co_return 0.0;
   if (codec.error_bound.mode == bound_mode::absolute) co_return codec.error_bound.value;
-  const auto local = find_value_extent(call.exec(), input, fill_bits_of<T>(codec.fill_value));
   std::vector<value_extent<double>> extents(static_cast<std::size_t>(call.size()));
-  extents[static_cast<std::size_t>(call.rank())] = {local.lowest, local.highest};
+  extents[static_cast<std::size_t>(call.rank())] = local_extent();
   co_await call.exact_allgather(std::span<value_extent<double>>(extents));
   value_extent<double> all;
   for (const auto& e : extents) {
@@ -83,14 +86,15 @@ task<double> hop_bound(call_context& call, const codec_config& codec, std::span<
   co_return absolute_bound(codec.error_bound, all.range());
 }
 
-/// target = op(target, incoming) element-wise, or a copy of incoming when the schedule replaces.
-template <floating_value T, class Op>
-void combine_into(T* target, const T* incoming, std::size_t count, bool reduce, Op op) {
-  if (!reduce) {
-    std::copy_n(incoming, count, target);
-    return;
-  }
-  for (std::size_t i = 0; i < count; ++i) target[i] = op(target[i], incoming[i]);
+/// The values [first, count) a schedule exchange of blocks covers, block b being range(b) = {first, count}
+/// (consecutive blocks: from the first's first value to the last's end).
+template <class Range>
+auto exchange_values(Range range) {
+  return [range](const schedule::exchange& e) {
+    const auto [lo, first_count] = range(e.first_block);
+    const auto [last_lo, last_count] = range(e.first_block + e.block_count - 1);
+    return std::pair{lo, last_lo + last_count - lo};
+  };
 }
 
 /// One segment of a pipelined hop: the values [lo, lo + count) of the work buffer, and its messages.
@@ -206,6 +210,24 @@ task<> take_arrivals(call_context& call, block_codec<Codec>& coder, const Codec&
   call.report.communicate_s += seconds_since(start) - busy;
 }
 
+/// The end of a compressed hop, once its received segments are in: waits for its sends, and gives the
+/// blocks received the largest error their segments carried (`received`), combined with the blocks' own
+/// where the hop reduced.
+template <class Op>
+task<> finish_hop(call_context& call, schedule::step st, std::vector<hop_segment>& out, hop_error received,
+                  std::vector<hop_error>& errors) {
+  const auto start = clock::now();
+  for (auto& segment : out) {
+    co_await call.until_complete(segment.header, st.send.peer);
+    co_await call.until_complete(segment.data, st.send.peer);
+  }
+  call.report.communicate_s += seconds_since(start);
+  for (int b = st.recv.first_block; st.recv.active() && b < st.recv.first_block + st.recv.block_count; ++b) {
+    auto& e = errors[static_cast<std::size_t>(b)];
+    e = st.recv.reduce ? e.template combined<Op>(received) : received;
+  }
+}
+
 /// One compressed hop (PIPE-fZ-light): the receives of every segment's header are posted first; the
 /// send side compresses segment after segment into the arena (sized up front, so that bytes in flight
 /// never move) and sends each segment's header and bytes at once; between segments the receive side
@@ -267,16 +289,7 @@ task<> pipelined_hop(call_context& call, block_codec<Codec>& coder, schedule::co
   }
   h.unsent_lo = h.unsent_hi = 0;
   co_await take_arrivals<Codec, T>(call, coder, hops, h, op, work, true);
-  const auto start = clock::now();
-  for (auto& segment : out) {
-    co_await call.until_complete(segment.header, st.send.peer);
-    co_await call.until_complete(segment.data, st.send.peer);
-  }
-  call.report.communicate_s += seconds_since(start);
-  for (int b = st.recv.first_block; st.recv.active() && b < st.recv.first_block + st.recv.block_count; ++b) {
-    auto& e = errors[static_cast<std::size_t>(b)];
-    e = st.recv.reduce ? e.template combined<Op>(h.received) : h.received;
-  }
+  co_await finish_hop<Op>(call, st, out, h.received, errors);
 }
 
 /// One uncompressed hop: the values go from `work` as they are, arrive in a buffer of T and are reduced
@@ -301,28 +314,71 @@ task<> raw_hop(call_context& call, schedule::step st, Values values, Op op, std:
   call.report.reduce_s += seconds_since(start);
 }
 
-/// Reduces `work` (this rank's values, reduced in place) along S's rounds for `kind`; block b is the
-/// values range(b) = {first, count}. Returns each block's error, so the report states exactly what the
-/// schedule did, whatever its shape.
+/// The rounds of S for `kind` over blocks range(b) = {first value, count}: each round's exchange is
+/// hop(round, step, values, errors), `values` mapping an exchange to the values it covers. Returns each
+/// block's error, so the report states exactly what the schedule did, whatever its shape.
+template <class S, class Range, class Hop>
+task<std::vector<hop_error>> reduce_rounds(call_context& call, schedule::collective_op kind, Range range, Hop hop) {
+  const int p = call.size(), me = call.rank();
+  std::vector<hop_error> errors(static_cast<std::size_t>(schedule::blocks_of<S>(kind, p)));
+  const auto values = exchange_values(range);
+  for (int r = 0; r < S::rounds(kind, p); ++r) co_await hop(r, S::at(kind, p, me, r, 0), values, errors);
+  co_return errors;
+}
+
+/// Reduces `work` (this rank's values, reduced in place) along S's rounds for `kind`: pipelined hops, or
+/// raw ones (sizes known, no error to carry, sent from and reduced in place).
 template <class S, codec Codec, floating_value T, class Op, class Range>
 task<std::vector<hop_error>> reduce_blocks(call_context& call, block_codec<Codec>& coder, schedule::collective_op kind,
                                            const Codec& hops, Op op, Range range, std::span<T> work) {
-  const int p = call.size(), me = call.rank();
-  std::vector<hop_error> errors(static_cast<std::size_t>(schedule::blocks_of<S>(kind, p)));
-  const auto values = [&](const schedule::exchange& e) {
-    const auto [lo, first_count] = range(e.first_block);
-    const auto [last_lo, last_count] = range(e.first_block + e.block_count - 1);
-    return std::pair{lo, last_lo + last_count - lo};
-  };
-  for (int r = 0; r < S::rounds(kind, p); ++r) {
-    const schedule::step st = S::at(kind, p, me, r, 0);
-    if (call.compress_now) {
-      co_await pipelined_hop<Codec, T>(call, coder, kind, r, hops, st, values, op, work, errors);
-    } else {  // raw: sizes known, no error to carry, sent from and reduced in place
-      co_await raw_hop<T>(call, st, values, op, work);
-    }
-  }
-  co_return errors;
+  co_return co_await reduce_rounds<S>(call, kind, range, [&](int r, schedule::step st, auto values, std::vector<hop_error>& errors) {
+    return call.compress_now ? pipelined_hop<Codec, T>(call, coder, kind, r, hops, st, values, op, work, errors)
+                             : raw_hop<T>(call, st, values, op, work);
+  });
 }
+
+/// The reduction calls' work on host memory: the values reduced in the call's scratch, the hops above,
+/// the data-movement phases (an allreduce's allgather, a reduce's gather) on host_block_work; sums may
+/// run on compressed streams (detail/homomorphic.hpp). A staging space's is staged_reduction_work
+/// (detail/staged_reduction.hpp).
+template <codec Codec>
+struct host_reduction_work {
+  block_codec<Codec>& coder;
+
+  static constexpr bool sums_streams = true;
+
+  /// A copy of `in` to reduce in place.
+  template <floating_value T>
+  std::span<T> copy_of(call_context& call, std::span<const T> in) const {
+    auto& work = call.scratch().work<T>();
+    work.assign(in.begin(), in.end());
+    return std::span<T>(work);
+  }
+
+  template <floating_value T>
+  void copy_values(std::span<T> to, std::span<const T> from) const {
+    std::copy(from.begin(), from.end(), to.begin());
+  }
+
+  template <floating_value T>
+  task<double> hop_bound(call_context& call, const codec_config& codec, std::span<const T> input) const {
+    const auto fill = fill_bits_of<T>(codec.fill_value);
+    co_return co_await detail::hop_bound(call, codec, [&call, input, fill] {
+      const value_extent<T> local = find_value_extent(call.exec(), input, fill);
+      return value_extent<double>{local.lowest, local.highest};
+    });
+  }
+
+  template <class S, floating_value T, class Op, class Range>
+  task<std::vector<hop_error>> reduce_blocks(call_context& call, schedule::collective_op kind, const Codec& hops, Op op,
+                                             Range range, std::span<T> work) const {
+    co_return co_await detail::reduce_blocks<S, Codec, T>(call, coder, kind, hops, op, range, work);
+  }
+
+  /// The work of a data-movement phase with the hops' codec (under error-feedback keys for `feedback`).
+  host_block_work<Codec> block_work(const Codec& hops, std::optional<schedule::collective_op> feedback) const {
+    return {coder, hops, feedback};
+  }
+};
 
 }  // namespace zcoll::detail

@@ -31,6 +31,7 @@ namespace zcoll::detail {
 template <codec Codec, staging_space Space>
 struct staged_block_work {
   const block_codec<Codec>& coder;
+  const Codec& codec;  // the collective's, or a reduction's hop codec
   Space& space;
 
   static constexpr bool lands_in_place = false;  // destinations are the space's memory, not the transport's
@@ -91,7 +92,6 @@ struct staged_block_work {
   template <floating_value T, class Plan>
   held_blocks compress_held(call_context& call, const Plan& plan, int blocks) {
     call_scratch& s = call.scratch();
-    const Codec& codec = coder.codec();
     const auto follows = [&](int b) { return plan.source(b).data() == plan.source(b - 1).data() + plan.source(b - 1).size(); };
     std::vector<batch_run> runs = batch_runs(blocks, space.max_batch_streams(), [&](int b) { return plan.held(b); }, follows);
     const auto counts_of = [&](const batch_run& run) {
@@ -160,7 +160,6 @@ struct staged_block_work {
   template <floating_value T, class Plan>
   void decompress_kept(call_context& call, const Plan& plan, int blocks) {
     const call_scratch& s = call.scratch();
-    const Codec& codec = coder.codec();
     std::vector<char> decodable(static_cast<std::size_t>(blocks), 0);
     std::vector<std::uint64_t> offset(static_cast<std::size_t>(blocks), 0), size(static_cast<std::size_t>(blocks), 0);
     std::size_t in_bytes = 0;

@@ -1,0 +1,264 @@
+#pragma once
+/// staged_reduction_work: the reduction engine's work (detail/reduction.hpp) on values in a staging space
+/// (collective/staging.hpp), for reduce_scatter, allreduce and reduce on device buffers. The values are
+/// reduced in the space; a hop compresses the segments it sends there, all of them in one batch (one
+/// launch for up to 64 segments on a GPU), copies their streams to the host for the transport, checks the
+/// headers of the streams it receives on the host, copies those into the space, decodes them in a batch
+/// and reduces them into the values there. The segments, bounds and headers are the host hops', so the
+/// results and reports are the host call's, bit for bit. A hop waits for its batch before it sends (the
+/// sizes must reach the host), so its own segments do not overlap each other's transfer as
+/// pipelined_hop's do; the space is waited on once a hop, and once for a relative bound's extent.
+///
+/// Sums on compressed streams (collective_config::homomorphic) run on host memory only: a staged
+/// reduction decompresses, reduces and compresses at every hop.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <tuple>
+#include <vector>
+
+#include "zcoll/codec/concepts.hpp"
+#include "zcoll/collective/detail/block_codec.hpp"
+#include "zcoll/collective/detail/call.hpp"
+#include "zcoll/collective/detail/reduction.hpp"
+#include "zcoll/collective/detail/staged_batches.hpp"
+#include "zcoll/collective/detail/staged_block_work.hpp"
+#include "zcoll/collective/detail/task.hpp"
+#include "zcoll/collective/detail/wire.hpp"
+#include "zcoll/collective/staging.hpp"
+#include "zcoll/core/fill_value.hpp"
+#include "zcoll/core/stream_header.hpp"
+#include "zcoll/core/value_range.hpp"
+#include "zcoll/core/value_type.hpp"
+#include "zcoll/schedule/concepts.hpp"
+
+namespace zcoll::detail {
+
+/// `values` of the space's memory as T (the areas start on 256 bytes).
+template <floating_value T>
+std::span<T> values_in(std::span<std::byte> area, std::size_t values) {
+  return {reinterpret_cast<T*>(area.data()), values};
+}
+
+/// The counts of segments [run.first, run.first + run.count).
+inline std::vector<std::size_t> segment_counts(const std::vector<hop_segment>& segments, const batch_run& run) {
+  std::vector<std::size_t> counts;
+  for (int k = run.first; k < run.first + run.count; ++k) counts.push_back(segments[static_cast<std::size_t>(k)].count);
+  return counts;
+}
+
+inline std::size_t sum_of(const std::vector<std::size_t>& counts) {
+  std::size_t total = 0;
+  for (const std::size_t c : counts) total += c;
+  return total;
+}
+
+/// The sending side of a staged hop: `out`'s segments of `work` compressed in the space in batches,
+/// their streams copied into the arena, each sent with its header (the bound the values carried before,
+/// `carried`, plus the stream's own); the sends are left in flight in the segments.
+template <codec Codec, floating_value T, staging_space Space>
+void send_staged_segments(call_context& call, Space& space, const Codec& hops, int peer, std::vector<hop_segment>& out,
+                          std::size_t hop_values, hop_error carried, std::span<const T> work) {
+  call_scratch& s = call.scratch();
+  const auto start = clock::now();
+  std::vector<batch_run> runs =
+      batch_runs(static_cast<int>(out.size()), space.max_batch_streams(), [](int) { return true; }, [](int) { return true; });
+  const auto counts_of = [&](const batch_run& run) { return segment_counts(out, run); };
+  const compressed_batches batches = compress_batches<T>(
+      call, hops, space, runs,
+      [&](const batch_run& run) { return work.subspan(out[static_cast<std::size_t>(run.first)].lo, sum_of(counts_of(run))); },
+      counts_of);
+  std::size_t arena = 0;
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    out[k].stream = {.offset = arena, .size = static_cast<std::size_t>(batches.sizes[k])};
+    arena += out[k].stream.size;
+  }
+  s.arena.resize(std::max(s.arena.size(), arena));
+  for (const batch_run& run : runs) {  // a batch's streams are packed: one copy each
+    const hop_segment& first = out[static_cast<std::size_t>(run.first)];
+    const hop_segment& last = out[static_cast<std::size_t>(run.first + run.count - 1)];
+    const std::size_t bytes = last.stream.offset + last.stream.size - first.stream.offset;
+    space.copy(std::span<std::byte>(s.arena).subspan(first.stream.offset, bytes), batches.device_out.subspan(run.out_at, bytes));
+  }
+  space.wait();
+  call.report.compress_s += seconds_since(start);
+  const auto send_start = clock::now();
+  s.out_headers.assign(out.size(), wire::hop_header{});
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    hop_segment& segment = out[k];
+    const auto stream = std::span<const std::byte>(s.arena).subspan(segment.stream.offset, segment.stream.size);
+    segment.stream.error_bound = stream.empty() ? 0.0 : read_stream_header(stream).error_bound;  // empty: the codec refused
+    const hop_error sent = carried.after_compression(segment.stream.error_bound);
+    s.out_headers[k] = {segment.stream.size, sent.bound, sent.compressions, segment.count, hop_values};
+    segment.header = call.transport().isend_async(peer, wire::size_tag, std::as_bytes(std::span(&s.out_headers[k], 1)));
+    segment.data = call.transport().isend_async(peer, wire::data_tag, stream);
+    call.report.bytes_sent += sizeof(wire::hop_header) + segment.stream.size;
+    call.report.raw_bytes_sent += segment.count * sizeof(T);
+  }
+  call.report.communicate_s += seconds_since(send_start);
+}
+
+/// The received segments `in` (their bytes in the call's scratch) decoded in the space into the
+/// device_incoming area, in order: a stream that does not hold its segment's values, or does not decode,
+/// is a format_error naming `peer` (held in verify mode). Returns the decoded values.
+template <codec Codec, floating_value T, staging_space Space>
+std::span<T> decode_staged_segments(call_context& call, Space& space, const Codec& hops, int peer,
+                                    const std::vector<hop_segment>& in, std::size_t hop_values) {
+  const call_scratch& s = call.scratch();
+  const auto start = clock::now();
+  std::vector<char> decodable(in.size(), 0);
+  std::vector<std::uint64_t> offsets(in.size(), 0), sizes(in.size(), 0);
+  std::size_t in_bytes = 0;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    const auto stream = std::span<const std::byte>(s.in_bytes[k]).first(in[k].received_bytes);
+    decodable[k] = check_received_stream(call, stream, in[k].count, peer);
+    offsets[k] = in_bytes;
+    sizes[k] = stream.size();
+    in_bytes += decodable[k] ? stream.size() : 0;
+  }
+  const std::span<std::byte> device_in = space.area(staging_area::device_in, in_bytes);
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (decodable[k]) space.copy(device_in.subspan(offsets[k], sizes[k]), std::span<const std::byte>(s.in_bytes[k]).first(sizes[k]));
+  }
+  const std::span<T> incoming = values_in<T>(space.area(staging_area::device_incoming, hop_values * sizeof(T)), hop_values);
+  const std::size_t hop_lo = in.empty() ? 0 : in.front().lo;
+  std::vector<batch_run> runs = batch_runs(static_cast<int>(in.size()), space.max_batch_streams(),
+                                           [&](int k) { return decodable[static_cast<std::size_t>(k)] != 0; }, [](int) { return true; });
+  const auto counts_of = [&](const batch_run& run) { return segment_counts(in, run); };
+  decompress_batches<T>(
+      call, hops, space, runs, device_in, offsets, sizes,
+      [&](const batch_run& run) { return incoming.subspan(in[static_cast<std::size_t>(run.first)].lo - hop_lo, sum_of(counts_of(run))); },
+      counts_of, [peer](int) { return peer; });
+  call.report.decompress_s += seconds_since(start);
+  return incoming;
+}
+
+/// One compressed hop on values in the space: the receives of every segment's header are posted first,
+/// the segments sent (send_staged_segments), the received ones decoded and reduced (or copied) into
+/// `work`. The blocks received get the largest error any of their segments carried.
+template <codec Codec, floating_value T, staging_space Space, class Values, class Op>
+task<> staged_hop(call_context& call, const block_codec<Codec>& coder, Space& space, const Codec& hops, schedule::step st,
+                  Values values, Op op, std::span<T> work, std::vector<hop_error>& errors) {
+  call_scratch& s = call.scratch();
+  const std::size_t pipeline_values = call.config().pipeline_values;
+  std::vector<hop_segment> in, out;
+  std::size_t received_values = 0;
+  if (st.recv.active()) {
+    const auto [lo, count] = values(st.recv);
+    in = split_segments(lo, count, pipeline_values, coder.row_length());
+    received_values = count;
+  }
+  s.in_headers.assign(in.size(), wire::hop_header{});
+  s.in_bytes.resize(std::max(s.in_bytes.size(), in.size()));
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    in[k].header = call.transport().irecv_async(st.recv.peer, wire::size_tag, std::as_writable_bytes(std::span(&s.in_headers[k], 1)));
+  }
+  if (st.send.active()) {
+    const auto [lo, count] = values(st.send);
+    out = split_segments(lo, count, pipeline_values, coder.row_length());
+    hop_error carried{};
+    for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) {
+      carried = carried.worst(errors[static_cast<std::size_t>(b)]);
+    }
+    send_staged_segments<Codec, T>(call, space, hops, st.send.peer, out, count, carried, std::span<const T>(work));
+  }
+  const auto start = clock::now();
+  hop_error received{};
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    co_await call.until_complete(in[k].header, st.recv.peer);
+    post_segment_receive<Codec, T>(call, coder, st.recv.peer, in, k, received_values);
+    received = received.worst({s.in_headers[k].error_bound, s.in_headers[k].compressions});
+  }
+  for (hop_segment& segment : in) co_await call.until_complete(segment.data, st.recv.peer);
+  call.report.communicate_s += seconds_since(start);
+  if (st.recv.active()) {
+    const std::span<T> incoming = decode_staged_segments<Codec, T>(call, space, hops, st.recv.peer, in, received_values);
+    const auto reduce_start = clock::now();
+    space.combine(op, work.subspan(in.front().lo, received_values), std::span<const T>(incoming), st.recv.reduce);
+    call.report.reduce_s += seconds_since(reduce_start);
+  }
+  co_await finish_hop<Op>(call, st, out, received, errors);
+}
+
+/// One uncompressed hop on values in the space: the values sent are copied to the host, the received
+/// ones into the space, and reduced (or copied) into `work` there.
+template <floating_value T, staging_space Space, class Values, class Op>
+task<> staged_raw_hop(call_context& call, Space& space, schedule::step st, Values values, Op op, std::span<T> work) {
+  std::span<const std::byte> out;
+  if (st.send.active()) {
+    const auto [lo, count] = values(st.send);
+    const std::span<std::byte> host_out = space.area(staging_area::host_out, count * sizeof(T));
+    space.copy(host_out, std::as_bytes(work.subspan(lo, count)));
+    space.wait();
+    out = host_out;
+  }
+  std::size_t lo = 0, count = 0;
+  if (st.recv.active()) std::tie(lo, count) = values(st.recv);
+  const std::span<std::byte> host_in = space.area(staging_area::host_in, count * sizeof(T));
+  co_await call.exchange(st.send, out, st.recv, host_in, wire::data_tag, out.size());
+  if (!st.recv.active()) co_return;
+  const std::span<std::byte> incoming = space.area(staging_area::device_incoming, host_in.size());
+  space.copy(incoming, std::span<const std::byte>(host_in));
+  space.combine(op, work.subspan(lo, count), std::span<const T>(values_in<T>(incoming, count)), st.recv.reduce);
+}
+
+/// reduce_blocks (detail/reduction.hpp) on values in the space: the same rounds, blocks and errors, with
+/// staged hops; returns once the values are reduced.
+template <class S, codec Codec, floating_value T, staging_space Space, class Op, class Range>
+task<std::vector<hop_error>> staged_reduce_blocks(call_context& call, const block_codec<Codec>& coder, Space& space,
+                                                  schedule::collective_op kind, const Codec& hops, Op op, Range range,
+                                                  std::span<T> work) {
+  auto errors = co_await reduce_rounds<S>(call, kind, range, [&](int, schedule::step st, auto values, std::vector<hop_error>& errors) {
+    return call.compress_now ? staged_hop<Codec, T>(call, coder, space, hops, st, values, op, work, errors)
+                             : staged_raw_hop<T>(call, space, st, values, op, work);
+  });
+  space.wait();
+  co_return errors;
+}
+
+/// The reduction calls' work on values in a staging space (host_reduction_work's counterpart): a copy of
+/// the input reduced in the device_values area, the extent for a relative bound found in the space, the
+/// staged hops above, and the data-movement phases on staged_block_work.
+template <codec Codec, staging_space Space>
+struct staged_reduction_work {
+  const block_codec<Codec>& coder;
+  Space& space;
+
+  static constexpr bool sums_streams = false;
+
+  template <floating_value T>
+  std::span<T> copy_of(call_context&, std::span<const T> in) {
+    const std::span<std::byte> area = space.area(staging_area::device_values, in.size_bytes());
+    space.copy(area, std::as_bytes(in));
+    return values_in<T>(area, in.size());
+  }
+
+  /// Copies and waits: the values are in place when the call completes.
+  template <floating_value T>
+  void copy_values(std::span<T> to, std::span<const T> from) {
+    space.copy(std::as_writable_bytes(to), std::as_bytes(from));
+    space.wait();
+  }
+
+  template <floating_value T>
+  task<double> hop_bound(call_context& call, const codec_config& codec, std::span<const T> input) {
+    const auto fill = fill_bits_of<T>(codec.fill_value);
+    co_return co_await detail::hop_bound(call, codec, [this, input, fill] { return space.extent(input, fill); });
+  }
+
+  template <class S, floating_value T, class Op, class Range>
+  task<std::vector<hop_error>> reduce_blocks(call_context& call, schedule::collective_op kind, const Codec& hops, Op op,
+                                             Range range, std::span<T> work) {
+    co_return co_await staged_reduce_blocks<S, Codec, T>(call, coder, space, kind, hops, op, range, work);
+  }
+
+  /// A staged call takes a codec without state: no error-feedback keys.
+  staged_block_work<Codec, Space> block_work(const Codec& hops, std::optional<schedule::collective_op>) const {
+    return {coder, hops, space};
+  }
+};
+
+}  // namespace zcoll::detail
