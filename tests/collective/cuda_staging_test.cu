@@ -10,6 +10,7 @@
 #include "support/faulty_transport.hpp"
 
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <memory>
 #include <numeric>
@@ -21,6 +22,7 @@
 #include "zcoll/codec/rowwise.hpp"
 #include "zcoll/collective/compressed.hpp"
 #include "zcoll/collective/cuda_staging.cuh"
+#include "zcoll/core/half_value.hpp"
 #include "zcoll/schedule/schedules.hpp"
 #include "zcoll/transport/local.hpp"
 
@@ -180,6 +182,42 @@ TEST_CASE("cuda::Staging: reductions on device buffers give the host calls' valu
   check_device_reductions<zcoll::RecursiveDoubling, zcoll::FZLight, float>(zcoll::FZLight{{.error_bound = zcoll::relative(1e-3)}},
                                                                             2500, zcoll::op::sum);
   check_device_reductions<zcoll::Ring, zcoll::Int8, float>(zcoll::Int8{{.shape = {1, 64}}}, 64 * 30, zcoll::op::min);
+}
+
+TEST_CASE("cuda::Staging: bf16 allreduce and fp16 alltoall on device buffers give the host calls' bits and bound",
+          "[cuda][collective][half]") {
+  for (const int p : {1, 2, 3, 4, 7}) {
+    run_local(p, [&](Local& t) {
+      const std::size_t n = 3000 * static_cast<std::size_t>(p);
+      rank_stream stream;
+      zcoll::cuda::Staging staging{stream.get()};
+      const std::string what = " rank " + std::to_string(t.rank()) + " of " + std::to_string(p);
+      std::vector<zcoll::bfloat16> grad(n);
+      for (std::size_t i = 0; i < n; ++i) grad[i] = zcoll::bfloat16(static_cast<float>(std::sin(0.01 * static_cast<double>(i) + t.rank())));
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{t, zcoll::FZLight{{.error_bound = zcoll::absolute(1.0 / 256)}}};
+      device_bytes d_grad = device_bytes::from(std::span<const zcoll::bfloat16>(grad));
+      ring.allreduce(staging, std::span<zcoll::bfloat16>(d_grad.as<zcoll::bfloat16>(), n), zcoll::op::sum);
+      const double device_bound = ring.last_report().error_bound;
+      ring.allreduce(std::span<zcoll::bfloat16>(grad), zcoll::op::sum);
+      const std::vector<zcoll::bfloat16> device = d_grad.to_host<zcoll::bfloat16>(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!(device[i] == grad[i])) FAIL("bf16 allreduce" << what << ": element " << i << " differs from the host call's");
+      }
+      REQUIRE(device_bound == ring.last_report().error_bound);
+
+      std::vector<zcoll::float16> send(n), host(n);
+      for (std::size_t i = 0; i < n; ++i) send[i] = zcoll::float16(static_cast<float>(std::cos(0.02 * static_cast<double>(i)) * t.rank()));
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{t, zcoll::FZLight{{.error_bound = zcoll::absolute(1.0 / 256)}}};
+      device_bytes d_send = device_bytes::from(std::span<const zcoll::float16>(send)), d_out(n * sizeof(zcoll::float16));
+      pairwise.alltoall(staging, std::span<const zcoll::float16>(d_send.as<zcoll::float16>(), n),
+                        std::span<zcoll::float16>(d_out.as<zcoll::float16>(), n));
+      pairwise.alltoall(std::span<const zcoll::float16>(send), std::span<zcoll::float16>(host));
+      const std::vector<zcoll::float16> received = d_out.to_host<zcoll::float16>(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!(received[i] == host[i])) FAIL("fp16 alltoall" << what << ": element " << i << " differs from the host call's");
+      }
+    });
+  }
 }
 
 TEST_CASE("cuda::Staging: a damaged block is a format_error naming its sender on every rank (verify mode)",

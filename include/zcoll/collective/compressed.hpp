@@ -198,53 +198,54 @@ class Compressed {
   /// to the host for the transport (detail/staged_block_work.hpp, detail/staged_alltoall.hpp). Every rank
   /// makes the staged call (verify mode tells it from the host call). `space` and the buffers must live
   /// until the request completes; a space serves one call in flight.
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   request allgather_async(Space& space, std::span<const T> mine, std::span<T> all) {
     static_assert(S::supports(op_kind::allgather),
                   "Compressed::allgather: this schedule has no allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
     auto fault = checked([&] { check_allgather(mine.size(), all.size()); });
     return start_staged({"allgather (staged)", sizeof(T), mine.size()}, std::move(fault), space, mine.size_bytes(), mine.size_bytes(),
-                        [mine, all](engine& e, detail::call_context& call, Space& space) {
-                          return run_allgather<T>(e, call, staged_work(e, space), mine, all);
-                        });
+                        staged_body_of<T, Space>(mine, all, [](engine& e, detail::call_context& call, Space& space, auto in, auto out) {
+                          return run_allgather<value_of<decltype(out)>>(e, call, staged_work(e, space), in, out);
+                        }));
   }
 
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   request bcast_async(Space& space, std::span<T> data, int root) {
     static_assert(S::supports(op_kind::bcast),
                   "Compressed::bcast: this schedule has no bcast; use zcoll::BinomialTree or zcoll::ScatterAllgather");
     auto fault = checked([&] { check_root("bcast", root); });
     return start_staged({"bcast (staged)", sizeof(T), data.size(), root}, std::move(fault), space,
                         rank() == root ? data.size_bytes() : 0, data.size_bytes(),
-                        [data, root](engine& e, detail::call_context& call, Space& space) {
-                          return run_bcast<T>(e, call, staged_work(e, space), data, root);
-                        });
+                        staged_body_of<T, Space>({}, data, [root](engine& e, detail::call_context& call, Space& space, auto, auto out) {
+                          return run_bcast<value_of<decltype(out)>>(e, call, staged_work(e, space), out, root);
+                        }));
   }
 
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   request scatter_async(Space& space, std::span<const T> all, std::span<T> mine, int root) {
     static_assert(S::supports(op_kind::scatter), "Compressed::scatter: this schedule has no scatter; use zcoll::BinomialTree");
     auto fault = checked([&] { check_rooted_blocks("scatter", root, mine.size(), all.size()); });
     return start_staged({"scatter (staged)", sizeof(T), mine.size(), root}, std::move(fault), space,
                         rank() == root ? all.size_bytes() : 0, mine.size_bytes(),
-                        [all, mine, root](engine& e, detail::call_context& call, Space& space) {
-                          return run_scatter<T>(e, call, staged_work(e, space), all, mine, root);
-                        });
+                        staged_body_of<T, Space>(all, mine, [root](engine& e, detail::call_context& call, Space& space, auto in, auto out) {
+                          return run_scatter<value_of<decltype(out)>>(e, call, staged_work(e, space), in, out, root);
+                        }));
   }
 
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   request gather_async(Space& space, std::span<const T> mine, std::span<T> all, int root) {
     static_assert(S::supports(op_kind::gather), "Compressed::gather: this schedule has no gather; use zcoll::BinomialTree");
     auto fault = checked([&] { check_rooted_blocks("gather", root, mine.size(), all.size()); });
     return start_staged({"gather (staged)", sizeof(T), mine.size(), root}, std::move(fault), space, mine.size_bytes(),
-                        mine.size_bytes(), [mine, all, root](engine& e, detail::call_context& call, Space& space) {
-                          return run_gather<T>(e, call, staged_work(e, space), mine, all, root);
-                        });
+                        mine.size_bytes(),
+                        staged_body_of<T, Space>(mine, all, [root](engine& e, detail::call_context& call, Space& space, auto in, auto out) {
+                          return run_gather<value_of<decltype(out)>>(e, call, staged_work(e, space), in, out, root);
+                        }));
   }
 
   /// alltoall on values in `space`: the blocks of every destination compressed in batches (one launch
   /// for up to 64 blocks on a GPU); its wire is alltoallv's.
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   request alltoall_async(Space& space, std::span<const T> in, std::span<T> out) {
     static_assert(S::supports(op_kind::alltoall), "Compressed::alltoall: this schedule has no alltoall; use zcoll::Pairwise");
     auto fault = checked([&] { check_alltoall("alltoall", in.size(), out.size()); });
@@ -254,7 +255,7 @@ class Compressed {
   }
 
   /// alltoallv on values in `space`, as alltoall_async(space, ...); the counts are the host call's.
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   request alltoallv_async(Space& space, std::span<const T> in, std::span<const std::size_t> send_counts, std::span<T> out,
                           std::span<const std::size_t> recv_counts) {
     static_assert(S::supports(op_kind::alltoall), "Compressed::alltoallv: this schedule has no alltoall; use zcoll::Pairwise");
@@ -328,49 +329,53 @@ class Compressed {
   /// (detail/staged_reduction.hpp). Every hop decompresses, reduces and compresses: sums on compressed
   /// streams (collective_config::homomorphic) stay with the host calls. `space` and the buffers must
   /// live until the request completes; a space serves one call in flight.
-  template <staging_space Space, floating_value T, op::reduction Op>
+  template <staging_space Space, collective_value T, op::reduction Op>
   request reduce_scatter_async(Space& space, std::span<const T> in, std::span<T> out, Op op) {
     static_assert(S::supports(op_kind::reduce_scatter),
                   "Compressed::reduce_scatter: this schedule has no reduce_scatter; use zcoll::Ring");
     auto fault = checked([&] { check_reduce_scatter(in.size(), out.size()); });
     return start_staged({"reduce_scatter (staged)", sizeof(T), out.size(), 0, Op::name}, std::move(fault), space, in.size_bytes(),
-                        in.size_bytes(), [in, out, op](engine& e, detail::call_context& call, Space& space) {
-                          return run_reduce_scatter<T>(e, call, staged_reduction(e, space), in, out, op);
-                        });
+                        in.size_bytes(),
+                        staged_body_of<T, Space>(in, out, [op](engine& e, detail::call_context& call, Space& space, auto in, auto out) {
+                          return run_reduce_scatter<value_of<decltype(out)>>(e, call, staged_reduction(e, space), in, out, op);
+                        }));
   }
 
-  template <staging_space Space, floating_value T, op::reduction Op>
+  template <staging_space Space, collective_value T, op::reduction Op>
   request allreduce_async(Space& space, std::span<T> data, Op op) {
     static_assert(allreduce_possible, "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + "
                                       "allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
     auto fault = checked([&] { check_whole_rows_per_rank("allreduce", "data", data.size()); });
     return start_staged({"allreduce (staged)", sizeof(T), data.size(), 0, Op::name}, std::move(fault), space, data.size_bytes(),
-                        data.size_bytes(), [data, op](engine& e, detail::call_context& call, Space& space) {
-                          return run_allreduce<T>(e, call, staged_reduction(e, space), data, op);
-                        });
+                        data.size_bytes(),
+                        staged_body_of<T, Space>({}, data, [op](engine& e, detail::call_context& call, Space& space, auto, auto out) {
+                          return run_allreduce<value_of<decltype(out)>>(e, call, staged_reduction(e, space), out, op);
+                        }));
   }
 
   /// out = the reduction of every rank's `in`, `in` left as it was (copied into `out` in the space).
-  template <staging_space Space, floating_value T, op::reduction Op>
+  template <staging_space Space, collective_value T, op::reduction Op>
   request allreduce_async(Space& space, std::span<const T> in, std::span<T> out, Op op) {
     static_assert(allreduce_possible, "Compressed::allreduce: this schedule has neither an allreduce nor reduce_scatter + "
                                       "allgather; use zcoll::Ring or zcoll::RecursiveDoubling");
     auto fault = checked([&] { check_allreduce(in, out); });
     return start_staged({"allreduce (staged)", sizeof(T), in.size(), 0, Op::name}, std::move(fault), space, in.size_bytes(),
-                        in.size_bytes(), [in, out, op](engine& e, detail::call_context& call, Space& space) {
-                          return run_allreduce_from<T>(e, call, staged_reduction(e, space), in, out, op);
-                        });
+                        in.size_bytes(),
+                        staged_body_of<T, Space>(in, out, [op](engine& e, detail::call_context& call, Space& space, auto in, auto out) {
+                          return run_allreduce_from<value_of<decltype(out)>>(e, call, staged_reduction(e, space), in, out, op);
+                        }));
   }
 
-  template <staging_space Space, floating_value T, op::reduction Op>
+  template <staging_space Space, collective_value T, op::reduction Op>
   request reduce_async(Space& space, std::span<const T> in, std::span<T> out, Op op, int root) {
     static_assert(allreduce_possible, "Compressed::reduce: this schedule has neither an allreduce nor reduce_scatter; use "
                                       "zcoll::Ring or zcoll::RecursiveDoubling");
     auto fault = checked([&] { check_reduce(in, out, root); });
     return start_staged({"reduce (staged)", sizeof(T), in.size(), root, Op::name}, std::move(fault), space, in.size_bytes(),
-                        in.size_bytes(), [in, out, op, root](engine& e, detail::call_context& call, Space& space) {
-                          return run_reduce<T>(e, call, staged_reduction(e, space), in, out, op, root);
-                        });
+                        in.size_bytes(),
+                        staged_body_of<T, Space>(in, out, [op, root](engine& e, detail::call_context& call, Space& space, auto in, auto out) {
+                          return run_reduce<value_of<decltype(out)>>(e, call, staged_reduction(e, space), in, out, op, root);
+                        }));
   }
 
   // ---- blocking: the non-blocking calls, waited on -------------------------------------------------
@@ -390,21 +395,21 @@ class Compressed {
                  std::span<const std::size_t> recv_counts) {
     complete(alltoallv_async<T>(in, send_counts, out, recv_counts));
   }
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   void allgather(Space& space, std::span<const T> mine, std::span<T> all) { complete(allgather_async<Space, T>(space, mine, all)); }
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   void bcast(Space& space, std::span<T> data, int root) { complete(bcast_async<Space, T>(space, data, root)); }
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   void scatter(Space& space, std::span<const T> all, std::span<T> mine, int root) {
     complete(scatter_async<Space, T>(space, all, mine, root));
   }
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   void gather(Space& space, std::span<const T> mine, std::span<T> all, int root) {
     complete(gather_async<Space, T>(space, mine, all, root));
   }
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   void alltoall(Space& space, std::span<const T> in, std::span<T> out) { complete(alltoall_async<Space, T>(space, in, out)); }
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   void alltoallv(Space& space, std::span<const T> in, std::span<const std::size_t> send_counts, std::span<T> out,
                  std::span<const std::size_t> recv_counts) {
     complete(alltoallv_async<Space, T>(space, in, send_counts, out, recv_counts));
@@ -417,17 +422,17 @@ class Compressed {
   void allreduce(std::span<const T> in, std::span<T> out, Op op) { complete(allreduce_async<T>(in, out, op)); }
   template <collective_value T, op::reduction Op>
   void reduce(std::span<const T> in, std::span<T> out, Op op, int root) { complete(reduce_async<T>(in, out, op, root)); }
-  template <staging_space Space, floating_value T, op::reduction Op>
+  template <staging_space Space, collective_value T, op::reduction Op>
   void reduce_scatter(Space& space, std::span<const T> in, std::span<T> out, Op op) {
     complete(reduce_scatter_async<Space, T>(space, in, out, op));
   }
-  template <staging_space Space, floating_value T, op::reduction Op>
+  template <staging_space Space, collective_value T, op::reduction Op>
   void allreduce(Space& space, std::span<T> data, Op op) { complete(allreduce_async<Space, T>(space, data, op)); }
-  template <staging_space Space, floating_value T, op::reduction Op>
+  template <staging_space Space, collective_value T, op::reduction Op>
   void allreduce(Space& space, std::span<const T> in, std::span<T> out, Op op) {
     complete(allreduce_async<Space, T>(space, in, out, op));
   }
-  template <staging_space Space, floating_value T, op::reduction Op>
+  template <staging_space Space, collective_value T, op::reduction Op>
   void reduce(Space& space, std::span<const T> in, std::span<T> out, Op op, int root) {
     complete(reduce_async<Space, T>(space, in, out, op, root));
   }
@@ -537,8 +542,12 @@ class Compressed {
     widen<H>(in, in_values);
     widen<H>(out, out_values);  // in-place calls (allreduce, bcast) start from out
     co_await run(std::span<const float>(in_values), std::span<float>(out_values));
-    const double rounding = narrow<H>(out_values, out);
-    collective_report& report = call.report;
+    add_final_rounding(call.report, narrow<H>(out_values, out));
+  }
+
+  /// A 16-bit call's report: the bound of what arrived as float plus the final rounding to 16 bits, raw
+  /// bytes counted as 16-bit values.
+  static void add_final_rounding(collective_report& report, double rounding) {
     report.error_bound += rounding;
     report.statistical_error_bound += rounding;
     report.raw_bytes_sent /= 2;  // the same values as 16-bit words
@@ -598,16 +607,44 @@ class Compressed {
   }
 
   /// A staged alltoall(v) (blocks' first values in send_first / recv_first).
-  template <staging_space Space, floating_value T>
+  template <staging_space Space, collective_value T>
   request start_staged_alltoall(const detail::call_description& what, std::optional<verify::fault_record> fault, Space& space,
                                 std::span<const T> in, std::vector<std::size_t> send_first, std::span<T> out,
                                 std::vector<std::size_t> recv_first) {
     return start_staged(what, std::move(fault), space, in.size_bytes(), 0,
-                        [in, out, send_first = std::move(send_first), recv_first = std::move(recv_first)](
-                            engine& e, detail::call_context& call, Space& space) {
-                          return run_with_finish(call, detail::staged_alltoallv<S, Codec, T>(call, e.coder, space, in, send_first,
-                                                                                            out, recv_first, identity_codec));
-                        });
+                        staged_body_of<T, Space>(in, out, [send_first = std::move(send_first), recv_first = std::move(recv_first)](
+                                                              engine& e, detail::call_context& call, Space& space, auto in, auto out) {
+                          return run_with_finish(call, detail::staged_alltoallv<S, Codec, value_of<decltype(out)>>(
+                                                           call, e.coder, space, in, send_first, out, recv_first, identity_codec));
+                        }));
+  }
+
+  /// The body of a staged call on `in` and `out` (the space's memory): `body` on them as they are, or,
+  /// for 16-bit values, on float copies in the space (its device_wide_in / device_wide_out areas),
+  /// widened at the start and rounded into `out` at the end, as body_of does on the host.
+  template <collective_value T, staging_space Space, class Body>
+  static auto staged_body_of(std::span<const T> in, std::span<T> out, Body body) {
+    return [in, out, body](engine& e, detail::call_context& call, Space& space) -> detail::task<> {
+      if constexpr (half_value<T>) {
+        return run_widened_staged<T>(call, space, in, out, [&e, &call, &space, body](std::span<const float> i, std::span<float> o) {
+          return body(e, call, space, i, o);
+        });
+      } else {
+        return body(e, call, space, in, out);
+      }
+    };
+  }
+
+  template <half_value H, staging_space Space, class Run>
+  static detail::task<> run_widened_staged(detail::call_context& call, Space& space, std::span<const H> in, std::span<H> out,
+                                           Run run) {
+    const std::span<float> wide_in = detail::values_in<float>(space.area(staging_area::device_wide_in, in.size() * sizeof(float)), in.size());
+    const std::span<float> wide_out =
+        detail::values_in<float>(space.area(staging_area::device_wide_out, out.size() * sizeof(float)), out.size());
+    space.widen(in, wide_in);
+    space.widen(std::span<const H>(out), wide_out);  // in-place calls (allreduce, bcast) start from out
+    co_await run(std::span<const float>(wide_in), wide_out);
+    add_final_rounding(call.report, space.narrow(std::span<const float>(wide_out), out));
   }
 
   /// `body`, with the space held while it runs.

@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -37,6 +38,7 @@
 #include "zcoll/collective/staging.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.cuh"
+#include "zcoll/core/half_value.hpp"
 #include "zcoll/core/value_range.hpp"
 
 namespace zcoll::cuda {
@@ -59,7 +61,8 @@ struct pinned_free {
 /// Device areas are cudaMalloc'd, host areas pinned.
 inline bool on_device(staging_area area) {
   return area == staging_area::device_out || area == staging_area::device_in || area == staging_area::device_work ||
-         area == staging_area::device_values || area == staging_area::device_incoming;
+         area == staging_area::device_values || area == staging_area::device_incoming || area == staging_area::device_wide_in ||
+         area == staging_area::device_wide_out;
 }
 
 inline constexpr unsigned combine_threads = 256;
@@ -79,6 +82,33 @@ __global__ void __launch_bounds__(zcoll::cuda::detail::range_threads) value_exte
                                                                                       bool has_fill, bits_of<T> fill,
                                                                                       zcoll::detail::extent_keys* extent) {
   zcoll::cuda::detail::accumulate_extent(values, count, has_fill, fill, *extent);
+}
+
+/// 16-bit codes widened to float (the host's widened()).
+template <class Format>
+__global__ void __launch_bounds__(combine_threads) widen_values(const std::uint16_t* from, float* to, std::uint64_t count) {
+  for (std::uint64_t i = std::uint64_t{blockIdx.x} * combine_threads + threadIdx.x; i < count;
+       i += std::uint64_t{gridDim.x} * combine_threads) {
+    to[i] = zcoll::detail::widened<Format>(from[i]);
+  }
+}
+
+/// Floats rounded to 16-bit codes (the host's round_to_half()); the largest rounding goes into *worst as
+/// the bits of a non-negative double, whose order is the integers' (so atomicMax takes it).
+template <class Format>
+__global__ void __launch_bounds__(combine_threads) narrow_values(const float* from, std::uint16_t* to, std::uint64_t count,
+                                                                 unsigned long long* worst) {
+  double largest = 0.0;
+  for (std::uint64_t i = std::uint64_t{blockIdx.x} * combine_threads + threadIdx.x; i < count;
+       i += std::uint64_t{gridDim.x} * combine_threads) {
+    const zcoll::detail::rounded_half r = zcoll::detail::round_to_half<Format>(from[i]);
+    to[i] = r.code;
+    largest = r.error > largest ? r.error : largest;
+  }
+  using reduce = cub::BlockReduce<double, combine_threads>;
+  __shared__ typename reduce::TempStorage storage;
+  largest = reduce(storage).Reduce(largest, ::cuda::maximum<>{});
+  if (threadIdx.x == 0) atomicMax(worst, static_cast<unsigned long long>(__double_as_longlong(largest)));
 }
 
 /// Blocks for a grid-stride pass over `count` values, `threads` a block: enough to fill a GPU, no more.
@@ -185,9 +215,7 @@ class Staging {
   /// Enqueues target = op(target, incoming) element-wise (a copy of incoming where `reduce` is false).
   template <floating_value T, class Op>
   void combine(Op op, std::span<T> target, std::span<const T> incoming, bool reduce) {
-    if (target.size() != incoming.size()) {
-      throw argument_error("Staging::combine: " + std::to_string(incoming.size()) + " values into " + std::to_string(target.size()));
-    }
+    check_lengths("combine", incoming.size(), target.size());
     if (!reduce) {
       copy(std::as_writable_bytes(target), std::as_bytes(incoming));
       return;
@@ -198,7 +226,40 @@ class Staging {
     check_call(cudaGetLastError(), "Staging: the combine kernel");
   }
 
+  /// Enqueues the widening of 16-bit values to float.
+  template <half_value H>
+  void widen(std::span<const H> from, std::span<float> to) {
+    check_lengths("widen", from.size(), to.size());
+    if (from.empty()) return;
+    detail::widen_values<typename H::format><<<detail::grid_blocks(from.size(), detail::combine_threads), detail::combine_threads, 0,
+                                               exec_.stream>>>(reinterpret_cast<const std::uint16_t*>(from.data()), to.data(), from.size());
+    check_call(cudaGetLastError(), "Staging: the widening kernel");
+  }
+
+  /// Rounds float values to 16 bits on the stream and waits; returns the largest rounding |H(x) - x| over
+  /// finite x (+Inf where one overflowed), as the host's narrow() does.
+  template <half_value H>
+  double narrow(std::span<const float> from, std::span<H> to) {
+    check_lengths("narrow", from.size(), to.size());
+    if (from.empty()) return 0.0;
+    auto* device_worst = reinterpret_cast<unsigned long long*>(area(staging_area::device_work, sizeof(unsigned long long)).data());
+    auto* host_worst = reinterpret_cast<unsigned long long*>(area(staging_area::host_words, sizeof(unsigned long long)).data());
+    check_call(cudaMemsetAsync(device_worst, 0, sizeof(unsigned long long), exec_.stream), "Staging: resetting the rounding");
+    detail::narrow_values<typename H::format><<<detail::grid_blocks(from.size(), detail::combine_threads), detail::combine_threads, 0,
+                                                exec_.stream>>>(from.data(), reinterpret_cast<std::uint16_t*>(to.data()), from.size(),
+                                                                device_worst);
+    check_call(cudaGetLastError(), "Staging: the narrowing kernel");
+    check_call(cudaMemcpyAsync(host_worst, device_worst, sizeof(unsigned long long), cudaMemcpyDeviceToHost, exec_.stream),
+               "Staging: reading the rounding");
+    wait();
+    return std::bit_cast<double>(static_cast<std::uint64_t>(*host_worst));
+  }
+
  private:
+  static void check_lengths(const char* call, std::size_t from, std::size_t to) {
+    if (from != to) throw argument_error(std::string("Staging::") + call + ": " + std::to_string(from) + " values into " + std::to_string(to));
+  }
+
   exec::Cuda exec_;
   std::array<std::unique_ptr<std::byte, detail::device_free>, staging_areas> device_;
   std::array<std::unique_ptr<std::byte, detail::pinned_free>, staging_areas> pinned_;

@@ -40,10 +40,12 @@ enum class staging_area {
   host_words,   ///< the compressed sizes a batch reports
   device_values,    ///< a reduction's values, reduced in place hop after hop
   device_incoming,  ///< a reduction hop's received values, decoded, before they are reduced
+  device_wide_in,   ///< a call on 16-bit values: its input widened to float
+  device_wide_out,  ///< a call on 16-bit values: its output in float, rounded to 16 bits at the end
 };
 
 /// How many areas a space keeps.
-inline constexpr std::size_t staging_areas = 8;
+inline constexpr std::size_t staging_areas = 10;
 
 /// A batch that did not decode: which of its streams, and the decoder's message.
 struct batch_fault {
@@ -55,7 +57,8 @@ struct batch_fault {
 /// decompress) and the reductions' calls — extent(values, fill_bits) -> value_extent<double> (the
 /// finite, non-fill values' smallest and largest, for a relative bound) and combine(op, target,
 /// incoming, reduce) (target = op(target, incoming) element-wise, or a copy), both enqueued in the space
-/// — are checked where a call uses them with its codec and value type.
+/// — and the 16-bit values' widen(from, to) (enqueued) and narrow(from, to) -> double (the largest
+/// rounding, after a wait) are checked where a call uses them with its codec and value type.
 template <class S>
 concept staging_space = requires(S& s, staging_area area, std::size_t bytes, std::span<std::byte> to,
                                  std::span<const std::byte> from) {

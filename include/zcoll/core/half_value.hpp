@@ -17,6 +17,7 @@
 #include <limits>
 #include <span>
 
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/half.hpp"
 #include "zcoll/core/value_type.hpp"
 
@@ -63,10 +64,35 @@ concept collective_value = floating_value<T> || half_value<T>;
 template <collective_value T>
 using compute_type_of = std::conditional_t<half_value<T>, float, T>;
 
+namespace detail {
+
+/// A format's code widened to float (exact), on the host and on a device.
+template <class Format>
+ZCOLL_HOST_DEVICE constexpr float widened(std::uint16_t code) {
+  return std::bit_cast<float>(small_float::decode_bits<Format>(code));
+}
+
+/// x rounded to a 16-bit format (ties to even): its code, and how far that moved it — |H(x) - x| for a
+/// finite x (+Inf where a finite x overflows to ±Inf), 0 for NaN and ±Inf, which stay themselves.
+struct rounded_half {
+  std::uint16_t code = 0;
+  double error = 0.0;
+};
+
+template <class Format>
+ZCOLL_HOST_DEVICE constexpr rounded_half round_to_half(float x) {
+  const auto code = static_cast<std::uint16_t>(small_float::encode_bits<Format, float>(std::bit_cast<std::uint32_t>(x)));
+  const bool finite = (std::bit_cast<std::uint32_t>(x) & 0x7F800000u) != 0x7F800000u;
+  const double moved = static_cast<double>(widened<Format>(code)) - static_cast<double>(x);
+  return {code, finite ? (moved < 0 ? -moved : moved) : 0.0};
+}
+
+}  // namespace detail
+
 /// values[i] widened to float.
 template <half_value H>
 void widen(std::span<const H> values, std::span<float> out) {
-  for (std::size_t i = 0; i < values.size(); ++i) out[i] = static_cast<float>(values[i]);
+  for (std::size_t i = 0; i < values.size(); ++i) out[i] = detail::widened<typename H::format>(values[i].bits);
 }
 
 /// values[i] rounded to H; returns the largest rounding error |H(x) - x| over finite x (+Inf when a
@@ -75,9 +101,9 @@ template <half_value H>
 double narrow(std::span<const float> values, std::span<H> out) {
   double worst = 0.0;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    const H h(values[i]);
-    out[i] = h;
-    if (std::isfinite(values[i])) worst = std::max(worst, std::abs(static_cast<double>(static_cast<float>(h)) - values[i]));
+    const detail::rounded_half r = detail::round_to_half<typename H::format>(values[i]);
+    out[i] = H::from_bits(r.code);
+    worst = std::max(worst, r.error);
   }
   return worst;
 }
