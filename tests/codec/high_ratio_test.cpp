@@ -165,7 +165,7 @@ TEST_CASE("HighRatio: the compressor picks the walk that codes a field best", "[
   std::vector<float> striped(128 * 512);
   for (std::size_t y = 0; y < 128; ++y) {
     const double row = 50.0 * noise(rng);
-    for (std::size_t x = 0; x < 512; ++x) striped[y * 512 + x] = static_cast<float>(row + std::sin(0.01 * x));
+    for (std::size_t x = 0; x < 512; ++x) striped[y * 512 + x] = static_cast<float>(row + std::sin(0.01 * static_cast<double>(x)));
   }
   const auto method_of = [](const std::vector<std::byte>& stream) {
     const auto layout = zcoll::read_stream_layout(stream, true);

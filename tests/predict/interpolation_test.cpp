@@ -155,7 +155,7 @@ TEST_CASE("Interpolation: Lorenzo's walk rounds each residual as nearbyint does,
   std::vector<std::int32_t> residuals(n);
   std::vector<std::uint32_t> recon(n);
   std::vector<double> targets(n), predictions(n);
-  const interpolation_parameters p{.method = prediction_method::lorenzo};
+  const interpolation_parameters p{.grid = {}, .method = prediction_method::lorenzo};
   I::forward_chunk(I::state(p, 0, n), std::span(residuals), std::span(recon), [&](std::size_t i) {
     const double prediction = i == 0 ? 0.0 : static_cast<double>(static_cast<std::int32_t>(recon[i - 1]));
     const auto k = static_cast<double>(static_cast<std::int64_t>(rng() % 4001) - 2000);
