@@ -166,6 +166,8 @@ void check_device_reductions(const Codec& codec, std::size_t per_rank, Op op) {
       }
 
       const bool at_root = t.rank() == 0;
+      const std::vector<T> sentinel(n, T(-12345));  // the reduce must write every value
+      zcoll::cuda::check_call(cudaMemcpy(d_out.as<T>(), sentinel.data(), n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
       coll.reduce(staging, std::span<const T>(d_in.as<T>(), n), at_root ? std::span<T>(d_out.as<T>(), n) : std::span<T>{}, op, 0);
       std::vector<T> reduced(at_root ? n : 0);
       coll.reduce(std::span<const T>(in), std::span<T>(reduced), op, 0);

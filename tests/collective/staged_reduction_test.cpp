@@ -126,7 +126,41 @@ void check_staged_reductions(std::size_t per_rank, zcoll::bound bound, zcoll::co
   }
 }
 
+/// allreduce of `n` values in all (not a multiple of the ranks: blocks of n / p values, some empty and
+/// still compressed) staged and on the host, on `ranks`: equal bit for bit, with equal reports.
+template <class S, class Codec>
+void check_staged_allreduce_of(std::size_t n, const std::vector<int>& ranks, zcoll::collective_config config = {}) {
+  for (int p : ranks) {
+    run_local(p, [&](Local& t) {
+      zcoll::Compressed<S, Codec> coll{t, codec_for<Codec>(zcoll::absolute(eb)), config};
+      zcoll::HostStaging staging;
+      std::vector<float> staged = contribution<float>(t.rank(), n), host = staged;
+      coll.allreduce(staging, std::span<float>(staged), zcoll::op::sum);
+      const zcoll::collective_report staged_report = coll.last_report();
+      coll.allreduce(std::span<float>(host), zcoll::op::sum);
+      const std::string what = std::string(S::name) + " n=" + std::to_string(n) + " p=" + std::to_string(p) + " rank " +
+                               std::to_string(t.rank()) + ": allreduce";
+      require_equal<float>(staged, host, what);
+      require_same_report(staged_report, coll.last_report(), what);
+      require_within<float>(staged, zcoll_test::sum_of_contributions<float>(p, n), staged_report.error_bound, what);
+    });
+  }
+}
+
 }  // namespace
+
+TEST_CASE("Staged reductions with blocks of no values, and on a hierarchical schedule whose ranks receive without "
+          "sending: the host calls' values and reports",
+          "[collective][staged][reduction]") {
+  // Two values on 3 and 5 ranks: compressed hops of empty segments, which still send their headers.
+  check_staged_allreduce_of<zcoll::Ring, zcoll::FZLight>(2, {3, 5}, {.min_compressed_bytes = 1});
+  check_staged_allreduce_of<zcoll::RecursiveDoubling, zcoll::FZLight>(2, {3, 5}, {.min_compressed_bytes = 1});
+  // Hierarchical: rank 0 receives without sending for several rounds in a row, compressed and raw.
+  using Hierarchical = zcoll::Hierarchical<zcoll::BinomialTree, zcoll::RecursiveDoubling, 2>;
+  check_staged_allreduce_of<Hierarchical, zcoll::FZLight>(3000, {4, 8}, {.pipeline_values = 500});
+  check_staged_allreduce_of<Hierarchical, zcoll::Identity>(3000, {4, 8});
+  check_staged_allreduce_of<Hierarchical, zcoll::FZLight>(100, {8}, {.min_compressed_bytes = 1 << 20});
+}
 
 TEST_CASE("Staged reductions on host staging: the host calls' values and reports bit for bit, within the bound of the "
           "exact reduction, 1 to 8 ranks",
@@ -146,7 +180,7 @@ TEST_CASE("Staged reductions on host staging: the host calls' values and reports
   check_staged_reductions<zcoll::Ring, zcoll::Int8, float>(16 * 20, zcoll::absolute(eb), segments);
   check_staged_reductions<zcoll::Ring, zcoll::Identity, float>(100, zcoll::absolute(eb));
   check_staged_reductions<zcoll::Ring, zcoll::FZLight, float>(100, zcoll::absolute(eb), {.min_compressed_bytes = 1 << 20});
-  // Empty blocks: the hops still send their headers.
+  // No values at all: raw hops of nothing.
   check_staged_reductions<zcoll::Ring, zcoll::FZLight, float>(0, zcoll::absolute(eb));
 }
 

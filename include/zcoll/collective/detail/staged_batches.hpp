@@ -112,12 +112,15 @@ compressed_batches compress_batches(call_context& call, const Codec& codec, Spac
 /// Decodes each run's streams — stream of block b: sizes[b] bytes at offsets[b] of device_in, already in
 /// the space — into values_of(run) (counts_of(run): each stream's count), and waits. A stream that does
 /// not decode is a format_error naming from_of(b), the rank that sent block b (held in verify mode).
+/// Returns, run by run, whether one of its streams did not decode (its values are then not to be used).
 template <floating_value T, codec Codec, staging_space Space, class ValuesOf, class CountsOf, class FromOf>
-void decompress_batches(call_context& call, const Codec& codec, Space& space, std::vector<batch_run>& runs,
-                        std::span<const std::byte> device_in, std::span<const std::uint64_t> offsets,
-                        std::span<const std::uint64_t> sizes, ValuesOf values_of, CountsOf counts_of, FromOf from_of) {
+std::vector<char> decompress_batches(call_context& call, const Codec& codec, Space& space, std::vector<batch_run>& runs,
+                                     std::span<const std::byte> device_in, std::span<const std::uint64_t> offsets,
+                                     std::span<const std::uint64_t> sizes, ValuesOf values_of, CountsOf counts_of, FromOf from_of) {
   const std::span<std::byte> work = space.area(staging_area::device_work, lay_out_runs<T>(runs, counts_of, codec, space).second);
-  for (const batch_run& run : runs) {
+  std::vector<char> faulted(runs.size(), 0);
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const batch_run& run = runs[k];
     const auto first = static_cast<std::size_t>(run.first), count = static_cast<std::size_t>(run.count);
     const std::vector<std::size_t> counts = counts_of(run);
     const auto fault = space.decompress(codec, device_in, offsets.subspan(first, count), sizes.subspan(first, count), values_of(run),
@@ -126,9 +129,11 @@ void decompress_batches(call_context& call, const Codec& codec, Space& space, st
     if (fault) {
       const int from = from_of(run.first + static_cast<int>(fault->stream));
       call.fail(format_error("block from rank " + std::to_string(from) + ": " + call_context::without_prefix(fault->message)), from);
+      faulted[k] = 1;
     }
   }
   space.wait();
+  return faulted;
 }
 
 /// Whether a received compressed stream holds the `values` values this rank expects, read on the host

@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "zcoll/codec/concepts.hpp"
@@ -103,37 +104,60 @@ void send_staged_segments(call_context& call, Space& space, const Codec& hops, i
 
 /// The received segments `in` (their bytes in the call's scratch) decoded in the space into the
 /// device_incoming area, in order: a stream that does not hold its segment's values, or does not decode,
-/// is a format_error naming `peer` (held in verify mode). Returns the decoded values.
+/// is a format_error naming `peer` (held in verify mode). Returns the decoded values, and for each
+/// segment whether its values decoded (the others are to be left out of the reduction: on a device their
+/// memory may hold anything, NaN included, which would give ranks downstream faults of their own).
 template <codec Codec, floating_value T, staging_space Space>
-std::span<T> decode_staged_segments(call_context& call, Space& space, const Codec& hops, int peer,
-                                    const std::vector<hop_segment>& in, std::size_t hop_values) {
+std::pair<std::span<T>, std::vector<char>> decode_staged_segments(call_context& call, Space& space, const Codec& hops, int peer,
+                                                                  const std::vector<hop_segment>& in, std::size_t hop_values) {
   const call_scratch& s = call.scratch();
   const auto start = clock::now();
-  std::vector<char> decodable(in.size(), 0);
+  std::vector<char> decoded(in.size(), 0);
   std::vector<std::uint64_t> offsets(in.size(), 0), sizes(in.size(), 0);
   std::size_t in_bytes = 0;
   for (std::size_t k = 0; k < in.size(); ++k) {
     const auto stream = std::span<const std::byte>(s.in_bytes[k]).first(in[k].received_bytes);
-    decodable[k] = check_received_stream(call, stream, in[k].count, peer);
+    decoded[k] = check_received_stream(call, stream, in[k].count, peer);
     offsets[k] = in_bytes;
     sizes[k] = stream.size();
-    in_bytes += decodable[k] ? stream.size() : 0;
+    in_bytes += decoded[k] ? stream.size() : 0;
   }
   const std::span<std::byte> device_in = space.area(staging_area::device_in, in_bytes);
   for (std::size_t k = 0; k < in.size(); ++k) {
-    if (decodable[k]) space.copy(device_in.subspan(offsets[k], sizes[k]), std::span<const std::byte>(s.in_bytes[k]).first(sizes[k]));
+    if (decoded[k]) space.copy(device_in.subspan(offsets[k], sizes[k]), std::span<const std::byte>(s.in_bytes[k]).first(sizes[k]));
   }
   const std::span<T> incoming = values_in<T>(space.area(staging_area::device_incoming, hop_values * sizeof(T)), hop_values);
   const std::size_t hop_lo = in.empty() ? 0 : in.front().lo;
   std::vector<batch_run> runs = batch_runs(static_cast<int>(in.size()), space.max_batch_streams(),
-                                           [&](int k) { return decodable[static_cast<std::size_t>(k)] != 0; }, [](int) { return true; });
+                                           [&](int k) { return decoded[static_cast<std::size_t>(k)] != 0; }, [](int) { return true; });
   const auto counts_of = [&](const batch_run& run) { return segment_counts(in, run); };
-  decompress_batches<T>(
+  const std::vector<char> faulted = decompress_batches<T>(
       call, hops, space, runs, device_in, offsets, sizes,
       [&](const batch_run& run) { return incoming.subspan(in[static_cast<std::size_t>(run.first)].lo - hop_lo, sum_of(counts_of(run))); },
       counts_of, [peer](int) { return peer; });
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    for (int k = runs[r].first; faulted[r] && k < runs[r].first + runs[r].count; ++k) decoded[static_cast<std::size_t>(k)] = 0;
+  }
   call.report.decompress_s += seconds_since(start);
-  return incoming;
+  return {incoming, std::move(decoded)};
+}
+
+/// Reduces (or copies) the decoded segments' values into `work`, one combine a run of consecutive
+/// decoded segments (all of them, one combine, unless a stream was damaged).
+template <floating_value T, staging_space Space, class Op>
+void combine_segments(Space& space, Op op, const std::vector<hop_segment>& in, const std::vector<char>& decoded,
+                      std::span<const T> incoming, bool reduce, std::span<T> work) {
+  const std::size_t hop_lo = in.front().lo;
+  for (std::size_t k = 0; k < in.size();) {
+    if (!decoded[k]) {
+      ++k;
+      continue;
+    }
+    const std::size_t lo = in[k].lo;
+    std::size_t count = 0;
+    for (; k < in.size() && decoded[k]; ++k) count += in[k].count;
+    space.combine(op, work.subspan(lo, count), incoming.subspan(lo - hop_lo, count), reduce);
+  }
 }
 
 /// One compressed hop on values in the space: the receives of every segment's header are posted first,
@@ -175,9 +199,9 @@ task<> staged_hop(call_context& call, const block_codec<Codec>& coder, Space& sp
   for (hop_segment& segment : in) co_await call.until_complete(segment.data, st.recv.peer);
   call.report.communicate_s += seconds_since(start);
   if (st.recv.active()) {
-    const std::span<T> incoming = decode_staged_segments<Codec, T>(call, space, hops, st.recv.peer, in, received_values);
+    const auto [incoming, decoded] = decode_staged_segments<Codec, T>(call, space, hops, st.recv.peer, in, received_values);
     const auto reduce_start = clock::now();
-    space.combine(op, work.subspan(in.front().lo, received_values), std::span<const T>(incoming), st.recv.reduce);
+    combine_segments<T>(space, op, in, decoded, std::span<const T>(incoming), st.recv.reduce, work);
     call.report.reduce_s += seconds_since(reduce_start);
   }
   co_await finish_hop<Op>(call, st, out, received, errors);
@@ -203,6 +227,9 @@ task<> staged_raw_hop(call_context& call, Space& space, schedule::step st, Value
   const std::span<std::byte> incoming = space.area(staging_area::device_incoming, host_in.size());
   space.copy(incoming, std::span<const std::byte>(host_in));
   space.combine(op, work.subspan(lo, count), std::span<const T>(values_in<T>(incoming, count)), st.recv.reduce);
+  // The copy out of host_in must be done before the next hop's exchange writes into it (a hop that only
+  // receives would not wait otherwise).
+  space.wait();
 }
 
 /// reduce_blocks (detail/reduction.hpp) on values in the space: the same rounds, blocks and errors, with
