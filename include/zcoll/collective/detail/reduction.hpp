@@ -362,9 +362,8 @@ struct host_reduction_work {
 
   template <floating_value T>
   task<double> hop_bound(call_context& call, const codec_config& codec, std::span<const T> input) const {
-    const auto fill = fill_bits_of<T>(codec.fill_value);
-    co_return co_await detail::hop_bound(call, codec, [&call, input, fill] {
-      const value_extent<T> local = find_value_extent(call.exec(), input, fill);
+    co_return co_await detail::hop_bound(call, codec, [&call, input, fill = codec.fill_value] {
+      const value_extent<T> local = find_value_extent(call.exec(), input, fill_bits_of<T>(fill));
       return value_extent<double>{local.lowest, local.highest};
     });
   }

@@ -272,8 +272,8 @@ struct staged_reduction_work {
 
   template <floating_value T>
   task<double> hop_bound(call_context& call, const codec_config& codec, std::span<const T> input) {
-    const auto fill = fill_bits_of<T>(codec.fill_value);
-    co_return co_await detail::hop_bound(call, codec, [this, input, fill] { return space.extent(input, fill); });
+    co_return co_await detail::hop_bound(call, codec,
+                                         [this, input, fill = codec.fill_value] { return space.extent(input, fill_bits_of<T>(fill)); });
   }
 
   template <class S, floating_value T, class Op, class Range>
