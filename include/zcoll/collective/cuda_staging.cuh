@@ -215,7 +215,7 @@ class Staging {
   /// Enqueues target = op(target, incoming) element-wise (a copy of incoming where `reduce` is false).
   template <floating_value T, class Op>
   void combine(Op op, std::span<T> target, std::span<const T> incoming, bool reduce) {
-    check_lengths("combine", incoming.size(), target.size());
+    check_staging_lengths("Staging::combine", incoming.size(), target.size());
     if (!reduce) {
       copy(std::as_writable_bytes(target), std::as_bytes(incoming));
       return;
@@ -229,7 +229,7 @@ class Staging {
   /// Enqueues the widening of 16-bit values to float.
   template <half_value H>
   void widen(std::span<const H> from, std::span<float> to) {
-    check_lengths("widen", from.size(), to.size());
+    check_staging_lengths("Staging::widen", from.size(), to.size());
     if (from.empty()) return;
     detail::widen_values<typename H::format><<<detail::grid_blocks(from.size(), detail::combine_threads), detail::combine_threads, 0,
                                                exec_.stream>>>(reinterpret_cast<const std::uint16_t*>(from.data()), to.data(), from.size());
@@ -240,7 +240,7 @@ class Staging {
   /// finite x (+Inf where one overflowed), as the host's narrow() does.
   template <half_value H>
   double narrow(std::span<const float> from, std::span<H> to) {
-    check_lengths("narrow", from.size(), to.size());
+    check_staging_lengths("Staging::narrow", from.size(), to.size());
     if (from.empty()) return 0.0;
     auto* device_worst = reinterpret_cast<unsigned long long*>(area(staging_area::device_work, sizeof(unsigned long long)).data());
     auto* host_worst = reinterpret_cast<unsigned long long*>(area(staging_area::host_words, sizeof(unsigned long long)).data());
@@ -256,10 +256,6 @@ class Staging {
   }
 
  private:
-  static void check_lengths(const char* call, std::size_t from, std::size_t to) {
-    if (from != to) throw argument_error(std::string("Staging::") + call + ": " + std::to_string(from) + " values into " + std::to_string(to));
-  }
-
   exec::Cuda exec_;
   std::array<std::unique_ptr<std::byte, detail::device_free>, staging_areas> device_;
   std::array<std::unique_ptr<std::byte, detail::pinned_free>, staging_areas> pinned_;

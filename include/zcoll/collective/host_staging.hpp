@@ -94,27 +94,23 @@ class HostStaging {
   /// target = op(target, incoming) element-wise (a copy of incoming where `reduce` is false).
   template <floating_value T, class Op>
   void combine(Op op, std::span<T> target, std::span<const T> incoming, bool reduce) {
-    check_lengths("combine", incoming.size(), target.size());
+    check_staging_lengths("HostStaging::combine", incoming.size(), target.size());
     detail::combine_into(target.data(), incoming.data(), target.size(), reduce, op);
   }
 
   /// 16-bit values widened to float, and float values rounded to 16 bits (returns the largest rounding).
   template <half_value H>
   void widen(std::span<const H> from, std::span<float> to) {
-    check_lengths("widen", from.size(), to.size());
+    check_staging_lengths("HostStaging::widen", from.size(), to.size());
     zcoll::widen<H>(from, to);
   }
   template <half_value H>
   double narrow(std::span<const float> from, std::span<H> to) {
-    check_lengths("narrow", from.size(), to.size());
+    check_staging_lengths("HostStaging::narrow", from.size(), to.size());
     return zcoll::narrow<H>(from, to);
   }
 
  private:
-  static void check_lengths(const char* call, std::size_t from, std::size_t to) {
-    if (from != to) throw argument_error(std::string("HostStaging::") + call + ": " + std::to_string(from) + " values into " + std::to_string(to));
-  }
-
   exec::Host exec_;
   std::array<std::vector<std::byte>, staging_areas> areas_;
   bool in_use_ = false;

@@ -74,6 +74,12 @@ inline std::string staging_in_use(const char* call) {
   return std::string(call) + ": staging is lent to a call still in flight; give each call in flight a staging space of its own";
 }
 
+/// The argument_error a space's element-wise step (combine, widen, narrow) raises for spans of unequal
+/// lengths; `call` names the space and the step.
+inline void check_staging_lengths(const char* call, std::size_t from, std::size_t to) {
+  if (from != to) throw argument_error(std::string(call) + ": " + std::to_string(from) + " values into " + std::to_string(to));
+}
+
 /// Marks a space lent to a call for as long as the claim lives (the call's coroutine frame); an empty
 /// claim holds nothing (a call whose arguments were refused, which never runs).
 class staging_claim {

@@ -210,6 +210,31 @@ task<> take_arrivals(call_context& call, block_codec<Codec>& coder, const Codec&
   call.report.communicate_s += seconds_since(start) - busy;
 }
 
+/// The segments a hop receives (none where st.recv is inactive), their header receives posted into the
+/// call's scratch, and room for their bytes.
+template <class Values>
+std::vector<hop_segment> receive_segment_headers(call_context& call, std::size_t row_length, schedule::step st, Values values) {
+  call_scratch& s = call.scratch();
+  std::vector<hop_segment> in;
+  if (st.recv.active()) {
+    const auto [lo, count] = values(st.recv);
+    in = split_segments(lo, count, call.config().pipeline_values, row_length);
+  }
+  s.in_headers.assign(in.size(), wire::hop_header{});
+  s.in_bytes.resize(std::max(s.in_bytes.size(), in.size()));
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    in[k].header = call.transport().irecv_async(st.recv.peer, wire::size_tag, std::as_writable_bytes(std::span(&s.in_headers[k], 1)));
+  }
+  return in;
+}
+
+/// The largest error the blocks an exchange sends carry.
+inline hop_error carried_error(const std::vector<hop_error>& errors, const schedule::exchange& send) {
+  hop_error carried{};
+  for (int b = send.first_block; b < send.first_block + send.block_count; ++b) carried = carried.worst(errors[static_cast<std::size_t>(b)]);
+  return carried;
+}
+
 /// The end of a compressed hop, once its received segments are in: waits for its sends, and gives the
 /// blocks received the largest error their segments carried (`received`), combined with the blocks' own
 /// where the hop reduced.
@@ -243,16 +268,8 @@ task<> pipelined_hop(call_context& call, block_codec<Codec>& coder, schedule::co
   hop_receipt h;
   h.peer = st.recv.peer;
   h.reduce = st.recv.reduce;
-  if (st.recv.active()) {
-    const auto [lo, count] = values(st.recv);
-    h.in = split_segments(lo, count, pipeline_values, coder.row_length());
-    h.hop_values = count;
-  }
-  s.in_headers.assign(h.in.size(), wire::hop_header{});
-  s.in_bytes.resize(std::max(s.in_bytes.size(), h.in.size()));
-  for (std::size_t k = 0; k < h.in.size(); ++k) {
-    h.in[k].header = call.transport().irecv_async(st.recv.peer, wire::size_tag, std::as_writable_bytes(std::span(&s.in_headers[k], 1)));
-  }
+  h.hop_values = st.recv.active() ? values(st.recv).second : 0;
+  h.in = receive_segment_headers(call, coder.row_length(), st, values);
   std::vector<hop_segment> out;
   hop_error carried{};
   if (st.send.active()) {
@@ -265,9 +282,7 @@ task<> pipelined_hop(call_context& call, block_codec<Codec>& coder, schedule::co
     }
     s.arena.resize(std::max(s.arena.size(), arena));
     s.out_headers.assign(out.size(), wire::hop_header{});
-    for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) {
-      carried = carried.worst(errors[static_cast<std::size_t>(b)]);
-    }
+    carried = carried_error(errors, st.send);
     std::tie(h.unsent_lo, h.unsent_hi) = std::pair{lo, lo + count};
   }
   for (std::size_t k = 0; k < out.size(); ++k) {

@@ -45,6 +45,13 @@ std::vector<batch_run> batch_runs(int blocks, std::size_t most, Batched batched,
   return runs;
 }
 
+/// The values of a batch whose streams hold `counts` values each.
+inline std::size_t run_values(const std::vector<std::size_t>& counts) {
+  std::size_t values = 0;
+  for (const std::size_t c : counts) values += c;
+  return values;
+}
+
 /// Slices of the device areas start on 256 bytes, as CUDA's workspaces must (and cudaMalloc's do).
 inline std::size_t device_slice(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 

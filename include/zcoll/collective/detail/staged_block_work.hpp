@@ -101,7 +101,7 @@ struct staged_block_work {
     };
     const compressed_batches batches = compress_batches<T>(
         call, codec, space, runs,
-        [&](const batch_run& run) { return std::span<const T>(plan.source(run.first).data(), total(counts_of(run))); },
+        [&](const batch_run& run) { return std::span<const T>(plan.source(run.first).data(), run_values(counts_of(run))); },
         counts_of);
     // The streams into the arena back to back, one copy a batch (its streams are packed).
     held_blocks held{.in_arena = true};
@@ -191,14 +191,8 @@ struct staged_block_work {
     }
     decompress_batches<T>(
         call, codec, space, runs, device_in, offset, size,
-        [&](const batch_run& run) { return std::span<T>(plan.destination(run.first).data(), total(counts_of(run))); }, counts_of,
+        [&](const batch_run& run) { return std::span<T>(plan.destination(run.first).data(), run_values(counts_of(run))); }, counts_of,
         [&](int b) { return s.blocks[static_cast<std::size_t>(b)].from; });
-  }
-
-  static std::size_t total(const std::vector<std::size_t>& counts) {
-    std::size_t values = 0;
-    for (const std::size_t c : counts) values += c;
-    return values;
   }
 };
 

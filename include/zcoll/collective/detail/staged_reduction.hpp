@@ -51,12 +51,6 @@ inline std::vector<std::size_t> segment_counts(const std::vector<hop_segment>& s
   return counts;
 }
 
-inline std::size_t sum_of(const std::vector<std::size_t>& counts) {
-  std::size_t total = 0;
-  for (const std::size_t c : counts) total += c;
-  return total;
-}
-
 /// The sending side of a staged hop: `out`'s segments of `work` compressed in the space in batches,
 /// their streams copied into the arena, each sent with its header (the bound the values carried before,
 /// `carried`, plus the stream's own); the sends are left in flight in the segments.
@@ -70,7 +64,7 @@ void send_staged_segments(call_context& call, Space& space, const Codec& hops, i
   const auto counts_of = [&](const batch_run& run) { return segment_counts(out, run); };
   const compressed_batches batches = compress_batches<T>(
       call, hops, space, runs,
-      [&](const batch_run& run) { return work.subspan(out[static_cast<std::size_t>(run.first)].lo, sum_of(counts_of(run))); },
+      [&](const batch_run& run) { return work.subspan(out[static_cast<std::size_t>(run.first)].lo, run_values(counts_of(run))); },
       counts_of);
   std::size_t arena = 0;
   for (std::size_t k = 0; k < out.size(); ++k) {
@@ -133,7 +127,7 @@ std::pair<std::span<T>, std::vector<char>> decode_staged_segments(call_context& 
   const auto counts_of = [&](const batch_run& run) { return segment_counts(in, run); };
   const std::vector<char> faulted = decompress_batches<T>(
       call, hops, space, runs, device_in, offsets, sizes,
-      [&](const batch_run& run) { return incoming.subspan(in[static_cast<std::size_t>(run.first)].lo - hop_lo, sum_of(counts_of(run))); },
+      [&](const batch_run& run) { return incoming.subspan(in[static_cast<std::size_t>(run.first)].lo - hop_lo, run_values(counts_of(run))); },
       counts_of, [peer](int) { return peer; });
   for (std::size_t r = 0; r < runs.size(); ++r) {
     for (int k = runs[r].first; faulted[r] && k < runs[r].first + runs[r].count; ++k) decoded[static_cast<std::size_t>(k)] = 0;
@@ -167,27 +161,13 @@ template <codec Codec, floating_value T, staging_space Space, class Values, clas
 task<> staged_hop(call_context& call, const block_codec<Codec>& coder, Space& space, const Codec& hops, schedule::step st,
                   Values values, Op op, std::span<T> work, std::vector<hop_error>& errors) {
   call_scratch& s = call.scratch();
-  const std::size_t pipeline_values = call.config().pipeline_values;
-  std::vector<hop_segment> in, out;
-  std::size_t received_values = 0;
-  if (st.recv.active()) {
-    const auto [lo, count] = values(st.recv);
-    in = split_segments(lo, count, pipeline_values, coder.row_length());
-    received_values = count;
-  }
-  s.in_headers.assign(in.size(), wire::hop_header{});
-  s.in_bytes.resize(std::max(s.in_bytes.size(), in.size()));
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    in[k].header = call.transport().irecv_async(st.recv.peer, wire::size_tag, std::as_writable_bytes(std::span(&s.in_headers[k], 1)));
-  }
+  const std::size_t received_values = st.recv.active() ? values(st.recv).second : 0;
+  std::vector<hop_segment> in = receive_segment_headers(call, coder.row_length(), st, values), out;
   if (st.send.active()) {
     const auto [lo, count] = values(st.send);
-    out = split_segments(lo, count, pipeline_values, coder.row_length());
-    hop_error carried{};
-    for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) {
-      carried = carried.worst(errors[static_cast<std::size_t>(b)]);
-    }
-    send_staged_segments<Codec, T>(call, space, hops, st.send.peer, out, count, carried, std::span<const T>(work));
+    out = split_segments(lo, count, call.config().pipeline_values, coder.row_length());
+    send_staged_segments<Codec, T>(call, space, hops, st.send.peer, out, count, carried_error(errors, st.send),
+                                   std::span<const T>(work));
   }
   const auto start = clock::now();
   hop_error received{};
