@@ -1,7 +1,8 @@
 // zcoll::add's CUDA driver (codec/detail/pipeline_add_tile.hpp) run on a host team of std::threads: the
 // sum must be the host add's bytes on every kind of chunk pair — coded block by block (zero blocks
 // copied), with exceptions, verbatim, codes whose sum leaves the code range — for f32 and f64, with and
-// without a fill value, on teams of 128 and 1024 threads; streams that differ or are damaged are reported
+// without a fill value, on teams of 128 and 1024 threads, the input chunks staged in the team's shared
+// buffer as the kernel does, partly, or not at all; streams that differ or are damaged are reported
 // exactly when the host add refuses them (ASan watches for reads and writes outside the buffers). The
 // kernel runs this same code.
 
@@ -32,10 +33,14 @@ struct team_sum {
   detail::decode_fault fault;
 };
 
-/// The sum of streams a and b of `count` values as the CUDA driver computes it, on a host team.
+/// The add kernel's shared staging for the two input chunks (codec/pipeline.cuh's max_staging_bytes).
+constexpr std::size_t kernel_staging_bytes = 32 * 1024;
+
+/// The sum of streams a and b of `count` values as the CUDA driver computes it, on a host team, the coded
+/// input chunks that fit in half of `staging_bytes` staged in a buffer the team shares (0: none is).
 template <class T, class Q, class P, class E>
 team_sum team_add(const zcoll::Pipeline<Q, P, E>& codec, std::size_t count, std::span<const std::byte> a,
-                  std::span<const std::byte> b) {
+                  std::span<const std::byte> b, std::size_t staging_bytes = kernel_staging_bytes) {
   // Each input in a buffer of its own length, so ASan sees a read past either.
   const std::vector<std::byte> in_a(a.begin(), a.end()), in_b(b.begin(), b.end());
   detail::add_job job;
@@ -50,8 +55,10 @@ team_sum team_add(const zcoll::Pipeline<Q, P, E>& codec, std::size_t count, std:
   std::uint64_t total = ~0ull;
   job.out = sum.bytes.data();
   job.total_bytes = &total;
-  sum.fault = host_team::run(job.tiles(), job.chunk_values,
-                             [&](host_team& team, std::uint32_t t) { detail::add_tile<Q, P, E, T>(team, job, t); });
+  std::vector<std::byte> staging(staging_bytes);
+  sum.fault = host_team::run(job.tiles(), job.chunk_values, [&](host_team& team, std::uint32_t t) {
+    detail::add_tile<Q, P, E, T>(team, job, t, staging_bytes > 0 ? staging.data() : nullptr, staging_bytes);
+  });
   if (sum.fault.code == 0) {
     REQUIRE(total <= sum.bytes.size());
     sum.bytes.resize(static_cast<std::size_t>(total));
@@ -137,6 +144,9 @@ void check_sums(const Codec& codec) {
     REQUIRE(team.bytes == expected);
     const auto swapped = team_add<T>(codec, pair.a.size(), b, a);
     REQUIRE(swapped.bytes == expected);
+    // Nothing staged, and 2 KiB: chunks of 1 KiB or less staged, larger ones read where they are.
+    REQUIRE(team_add<T>(codec, pair.a.size(), a, b, 0).bytes == expected);
+    REQUIRE(team_add<T>(codec, pair.a.size(), b, a, 2048).bytes == expected);
   }
 }
 

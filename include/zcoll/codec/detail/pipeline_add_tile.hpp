@@ -89,12 +89,13 @@ ZCOLL_HOST_DEVICE decode_fault_code check_added_chunk(const added_chunk& chunk, 
   return quantizer.usable() ? decode_fault_code::none : decode_fault_code::bad_error_bound;
 }
 
-/// A thread's block of one input chunk: residuals and codes (coded chunks), values and exception lanes.
+/// A thread's block of one input chunk: residuals (coded chunks), values and exception lanes.
 template <floating_value T>
 struct added_block {
   std::uint32_t start = 0;  ///< where the block starts in its chunk (coded chunks)
+  /// The decoded residuals; lane by lane, the codes after the inverse prediction, in place (one array
+  /// instead of two: the kernel keeps two blocks a thread, and registers decide its occupancy).
   std::uint32_t residuals[block_values] = {};
-  std::uint32_t codes[block_values] = {};
   T values[block_values] = {};
   block_mask exact = 0;  ///< lanes the chunk stores exactly (fill or outlier)
 };
@@ -111,9 +112,13 @@ ZCOLL_HOST_DEVICE bool encodes_zero_block(const std::byte* block) {
 }
 
 /// Adds tile `t` of the job with the team; every thread of the team calls it. A fault is reported and
-/// leaves the sum unspecified; it never reads or writes outside the job's buffers.
+/// leaves the sum unspecified; it never reads or writes outside the job's buffers. With `staging`
+/// (`staging_bytes` the team shares: a CUDA block's shared memory), each coded input chunk that fits in
+/// half of it is copied there first, so that the walk over its block headers (a chain of dependent
+/// loads) and the block decoders read shared memory, as decompress_tile does.
 template <class Q, class P, class E, floating_value T, class Team>
-ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t) {
+ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t, std::byte* staging = nullptr,
+                                std::size_t staging_bytes = 0) {
   static_assert(scan_predictor<P>, "the CUDA driver predicts with Lorenzo1D or None");
   using quantizer_type = typename Q::template block_quantizer<T>;
   const std::uint32_t c = t, chunks = job.chunks();
@@ -175,6 +180,16 @@ ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t)
   }
 
   // 2. Where the blocks of each coded chunk are (thread s walks chunk s), and each thread's residuals.
+  if (staging != nullptr) {
+    const std::size_t half = staging_bytes / 2;
+    for (unsigned s = 0; s < 2; ++s) {
+      if (!ok || n == 0 || !in[s].coded() || in[s].size > half) continue;
+      std::byte* const staged = staging + s * half;
+      for (std::size_t i = b; i < in[s].size; i += threads) staged[i] = in[s].data[i];
+      in[s].data = staged;
+    }
+    team.sync();
+  }
   std::uint32_t* const words = team.words();
   const unsigned status = 2 * threads, end_of_blocks = 2 * threads + 2;
   if (ok && n > 0 && b < 2) {
@@ -248,10 +263,9 @@ ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t)
       std::uint32_t block_sum = 0, unused = 0;
       for (std::size_t j = 0; j < block_values; ++j) block_sum += lanes > 0 ? x[s].residuals[j] : 0u;
       const std::uint32_t incoming = team.exclusive_scan(block_sum, add_words{}, 0u, unused);
-      std::memcpy(x[s].codes, x[s].residuals, sizeof x[s].codes);
       auto state = predictor_state_after<P>(incoming);
-      P::inverse(state, x[s].codes);
-      if (lanes > 0) quantizer.dequantize(x[s].codes, x[s].values, lanes);
+      P::inverse(state, x[s].residuals);  // now the codes
+      if (lanes > 0) quantizer.dequantize(x[s].residuals, x[s].values, lanes);
     }
     if (b < 2) {
       bool indexed = true;
@@ -284,7 +298,7 @@ ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t)
     const bool coded = in[0].coded() && in[1].coded();
     if (coded && lanes > 0) {
       std::uint32_t codes[block_values];
-      for (std::size_t j = 0; j < block_values; ++j) codes[j] = x[0].codes[j] + x[1].codes[j];
+      for (std::size_t j = 0; j < block_values; ++j) codes[j] = x[0].residuals[j] + x[1].residuals[j];
       const block_mask exact = (x[0].exact | x[1].exact | codes_out_of_range<quantizer_type>(codes, lanes)) & first_lanes(lanes);
       block_mask fill_lanes = 0;
       for (block_mask rest = ha.has_fill_value ? exact : 0; rest != 0; rest &= rest - 1) {
