@@ -53,6 +53,9 @@
 #include <string_view>
 #include <vector>
 
+#if ZCOLL_BENCH_HAS_CUDA
+#include "cuda_coll_bench.hpp"
+#endif
 #include "zcoll/codec/add.hpp"
 #include "zcoll/codec/registry.hpp"
 #include "zcoll/collective/compressed.hpp"
@@ -77,6 +80,15 @@ namespace {
 using zcoll::schedule::collective_op;
 
 constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
+
+/// --staging: where the compressed call runs.
+enum class staging_kind { off, host, cuda };
+
+#if ZCOLL_BENCH_HAS_CUDA
+constexpr bool built_with_cuda = true;
+#else
+constexpr bool built_with_cuda = false;
+#endif
 
 struct coll_options {
   std::string transport;   // "mpi" or "local"
@@ -105,9 +117,10 @@ struct coll_options {
   /// --homomorphic: collective_config::homomorphic of each pass over the sizes (on, off, or both in one run)
   std::vector<bool> homomorphic_passes = {false};
   bool homomorphic = false;  // this pass's
-  /// --staging: whether the compressed alltoall(v) of each pass runs through zcoll::HostStaging
-  std::vector<bool> staging_passes = {false};
-  bool staged = false;  // this pass's
+  /// --staging: where the compressed call of each pass runs: as it is, through zcoll::HostStaging, or on
+  /// device buffers through zcoll::cuda::Staging
+  std::vector<staging_kind> staging_passes = {staging_kind::off};
+  staging_kind staging = staging_kind::off;  // this pass's
   std::string csv;
   std::string json;
 };
@@ -368,13 +381,17 @@ run and output:
                         .homomorphic-on or -off appended). It applies to the sums (allreduce,
                         reduce_scatter) of a codec whose streams add (fzlight): the last column of --csv,
                         homomorphic, says on or off there and - elsewhere
-  --staging off|host|off,host
+  --staging off|host|cuda[,...]
                         alltoall, alltoallv, allreduce and reduce_scatter: the compressed call as it
-                        is (off) or through zcoll::HostStaging (host: the steps of the call on device
+                        is (off), through zcoll::HostStaging (host: the steps of the call on device
                         buffers — blocks or a hop's segments compressed in batches, bytes staged in
-                        buffers of the space, values reduced there — on host memory);
-                        off,host runs both, one table each, in this run (file names of the second pass
-                        get .staging-host appended)
+                        buffers of the space, values reduced there — on host memory), or on device
+                        buffers through zcoll::cuda::Staging (cuda: each rank a CUDA stream of its own
+                        on the first GPU, the input copied there before each call, not timed; the
+                        call timed to the end of its stream's work; a zcoll-bench built with CUDA,
+                        --codec fzlight over ring, recursive_doubling or pairwise, int8/int4 over
+                        pairwise). A list runs each, one table each, in this run (file names of the
+                        later passes get .staging-host, -cuda or -off appended)
   --overlap             also time the compressed call started non-blocking (*_async) beside a compute
                         loop as long as the call: the pair polling request::test() from the loop, and the
                         pair with collective_config::progress_thread (under MPI: MPI_THREAD_MULTIPLE);
@@ -411,10 +428,15 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     if (flag == "--staging") {
       o.staging_passes.clear();
       for (const auto& setting : split(value, ',')) {
-        if (setting != "off" && setting != "host") usage_error(fmt::format("--staging: '{}' is neither off nor host", setting));
-        o.staging_passes.push_back(setting == "host");
+        if (setting != "off" && setting != "host" && setting != "cuda") {
+          usage_error(fmt::format("--staging: '{}' is none of off, host and cuda", setting));
+        }
+        if (setting == "cuda" && !built_with_cuda) {
+          usage_error("--staging cuda: this zcoll-bench was built without a CUDA compiler (ZCOLL_ENABLE_CUDA=ON and nvcc build it)");
+        }
+        o.staging_passes.push_back(setting == "off" ? staging_kind::off : setting == "host" ? staging_kind::host : staging_kind::cuda);
       }
-      if (o.staging_passes.empty()) usage_error("--staging needs off, host or off,host");
+      if (o.staging_passes.empty()) usage_error("--staging needs off, host, cuda or a list of them (off,cuda)");
     } else if (flag == "--homomorphic") {
       o.homomorphic_passes.clear();
       for (const auto& setting : split(value, ',')) {
@@ -512,13 +534,27 @@ std::optional<coll_options> parse_coll(int argc, char** argv) {
     }
     o.row_length = dim;
   }
-  const bool any_staging = std::find(o.staging_passes.begin(), o.staging_passes.end(), true) != o.staging_passes.end();
+  const auto staged_in = [&](staging_kind kind) {
+    return std::find(o.staging_passes.begin(), o.staging_passes.end(), kind) != o.staging_passes.end();
+  };
+  const bool any_staging = staged_in(staging_kind::host) || staged_in(staging_kind::cuda);
   if (any_staging && o.op != collective_op::alltoall && o.op != collective_op::allreduce && o.op != collective_op::reduce_scatter) {
-    usage_error("--staging host: the staged calls measured here are alltoall, alltoallv, allreduce and reduce_scatter");
+    usage_error("--staging: the staged calls measured here are alltoall, alltoallv, allreduce and reduce_scatter");
   }
   if (any_staging && !codec_of(o.codec).stateless) {
-    usage_error(
-        fmt::format("--staging host: --codec {} keeps state on the host; staged calls take codecs without state", o.codec));
+    usage_error(fmt::format("--staging: --codec {} keeps state on the host; staged calls take codecs without state", o.codec));
+  }
+  if (staged_in(staging_kind::cuda)) {
+    // What cuda_coll_bench.cu builds (cuda_staged_pair): nvcc compiles each pair once.
+    const bool fzlight = o.codec == "fzlight" &&
+                         (o.schedule == "ring" || o.schedule == "recursive_doubling" || o.schedule == "pairwise");
+    const bool rowwise = (o.codec == "int8" || o.codec == "int4") && o.schedule == "pairwise" && o.type == "f32";
+    if (!fzlight && !rowwise) {
+      usage_error(fmt::format("--staging cuda: built for --codec fzlight over --schedule ring, recursive_doubling or "
+                              "pairwise, and int8/int4 over pairwise on f32; not --codec {} over {}",
+                              o.codec, o.schedule));
+    }
+    if (o.overlap) usage_error("--staging cuda: --overlap is measured on host buffers only");
   }
   if (bounds_given > 1) usage_error("give one error bound: --abs E or --rel R, once");
   if (o.input.empty() == o.synthetic.empty()) usage_error("give exactly one of --input FILE and --synthetic NAME");
@@ -937,6 +973,32 @@ std::vector<double> time_calls(control_channel& control, unsigned repeat, Prepar
   return seconds;
 }
 
+/// --staging cuda: the compressed call on device buffers (cuda_coll_bench.hpp), the input copied to the
+/// device after prepare() and before each call (not timed); the call is timed to the end of its stream's
+/// work. `out` gets the last call's result, `report` its report.
+template <class T, class S, class Codec, class Prepare>
+std::vector<double> time_on_device([[maybe_unused]] control_channel& control, [[maybe_unused]] const coll_options& o,
+                                   [[maybe_unused]] zcoll::Compressed<S, Codec>& coll, [[maybe_unused]] std::span<const T> in,
+                                   [[maybe_unused]] std::span<T> out, [[maybe_unused]] Prepare&& prepare,
+                                   [[maybe_unused]] const std::vector<std::size_t>* sends,
+                                   [[maybe_unused]] const std::vector<std::size_t>* receives,
+                                   [[maybe_unused]] zcoll::collective_report& report) {
+#if ZCOLL_BENCH_HAS_CUDA
+  if constexpr (zcoll_bench::cuda_staged_pair<T, S, Codec>) {
+    zcoll_bench::cuda_staged_rank<T> device(in.size(), out.size());
+    const auto seconds = time_calls(
+        control, o.repeat, [&] {
+          prepare();
+          device.upload(in, out);
+        },
+        [&] { report = device.call(coll, o.op, sends, receives); });
+    device.download(out);
+    return seconds;
+  }
+#endif
+  throw std::logic_error("zcoll-bench coll: --staging cuda was let through for a pair cuda_coll_bench.cu does not build");
+}
+
 /// This rank's measurements at one size, before they are combined over the ranks.
 struct rank_numbers {
   std::vector<double> native_s, uncompressed_s, compressed_s;
@@ -1186,7 +1248,12 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
     {
       zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, config};
       std::fill(output.begin(), output.end(), T(0));
-      numbers.compressed_s = time_calls(env.control, o.repeat, prepare, [&] { call(packed, o.staged ? &staging : nullptr); });
+      if (o.staging == staging_kind::cuda) {
+        numbers.compressed_s = time_on_device<T>(env.control, o, packed, in, out, prepare, sends, receives, numbers.report);
+      } else {
+        numbers.compressed_s = time_calls(env.control, o.repeat, prepare,
+                                          [&] { call(packed, o.staging == staging_kind::host ? &staging : nullptr); });
+      }
       numbers.compressed_error = error_of(out);
     }
     if (o.overlap) {
@@ -1198,7 +1265,8 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
       {
         zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, config};
         numbers.polling_s = time_calls(env.control, o.repeat, prepare, [&] {
-          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives, o.staged ? &staging : nullptr);
+          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives,
+                                                   o.staging == staging_kind::host ? &staging : nullptr);
           sink = sink + compute_steps(steps, steps / 256 + 1, [&] { r.test(); });
           r.wait();
         });
@@ -1208,7 +1276,8 @@ std::vector<coll_row> run_sizes(const coll_options& o, std::span<const T> file_v
         threaded.progress_thread = true;
         zcoll::Compressed<S, Codec> packed{env.connect(), Codec{settings}, threaded};
         numbers.thread_s = time_calls(env.control, o.repeat, prepare, [&] {
-          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives, o.staged ? &staging : nullptr);
+          zcoll::request r = invoke_async<T>(packed, op, in, out, o.root, sends, receives,
+                                                   o.staging == staging_kind::host ? &staging : nullptr);
           sink = sink + compute_steps(steps, 0, [] {});
           r.wait();
         });
@@ -1278,7 +1347,9 @@ std::string codec_title(const coll_options& o) {
     return fmt::format("{} ({}, {}, vectors of {})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), o.row_length);
   }
   const std::string sums = homomorphic_applies(o) ? fmt::format(", homomorphic {}", homomorphic_title(o)) : "";
-  const std::string staged = o.staged ? ", staged on the host" : "";
+  const std::string staged = o.staging == staging_kind::host   ? ", staged on the host"
+                             : o.staging == staging_kind::cuda ? ", device buffers through cuda::Staging"
+                                                               : "";
   return fmt::format("{} ({}, {}{}{})", o.codec, codec.pipeline, zcoll::to_string(o.error_bound), sums, staged);
 }
 
@@ -1292,10 +1363,10 @@ int for_each_pass(const coll_options& o, Pass pass) {
     for (std::size_t j = 0; j < o.staging_passes.size(); ++j) {
       coll_options p = o;
       p.homomorphic = o.homomorphic_passes[k];
-      p.staged = o.staging_passes[j];
+      p.staging = o.staging_passes[j];
       std::string suffix;
       if (k > 0) suffix += p.homomorphic ? ".homomorphic-on" : ".homomorphic-off";
-      if (j > 0) suffix += p.staged ? ".staging-host" : ".staging-off";
+      if (j > 0) suffix += p.staging == staging_kind::host ? ".staging-host" : p.staging == staging_kind::cuda ? ".staging-cuda" : ".staging-off";
       if (!p.csv.empty()) p.csv += suffix;
       if (!p.json.empty()) p.json += suffix;
       status = std::max(status, pass(p));

@@ -2,6 +2,7 @@
 // `repeat` runs after one warm-up.
 
 #include "cuda_codec_bench.hpp"
+#include "device_buffer.cuh"
 
 #include <cuda_runtime_api.h>
 
@@ -23,21 +24,6 @@ namespace zcoll_bench {
 namespace {
 
 using zcoll::cuda::check_call;
-
-/// Device memory owned by the benchmark (the library allocates none).
-class device_buffer {
- public:
-  explicit device_buffer(std::size_t bytes) : bytes_(bytes) { check_call(cudaMalloc(&data_, std::max<std::size_t>(bytes, 1)), "cudaMalloc"); }
-  ~device_buffer() { cudaFree(data_); }
-  device_buffer(device_buffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)), bytes_(other.bytes_) {}
-  device_buffer& operator=(device_buffer&&) = delete;
-  std::byte* data() const { return static_cast<std::byte*>(data_); }
-  std::span<std::byte> span() const { return {data(), bytes_}; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_;
-};
 
 class event_timer {
  public:
