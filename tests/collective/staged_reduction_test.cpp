@@ -147,6 +147,26 @@ void check_staged_allreduce_of(std::size_t n, const std::vector<int>& ranks, zco
   }
 }
 
+/// A staged allreduce on 4 ranks with `config` (verify mode), rank 1's streams retyped to f64: the error
+/// every rank raised (they must agree); the next call, with nothing retyped, must work.
+std::string retyped_allreduce_error(zcoll::collective_config config) {
+  using Faulty = zcoll_test::Faulty<Local>;
+  raised_by_ranks raised;
+  run_local(4, [&](Local& t) {
+    auto armed = std::make_shared<std::atomic<bool>>(true);
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{Faulty(t, 1, zcoll_test::retype, armed),
+                                                        zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, config};
+    zcoll::HostStaging staging;
+    std::vector<float> data = contribution<float>(t.rank(), 4000);
+    raised.add(zcoll_test::error_of<zcoll::format_error>([&] { coll.allreduce(staging, std::span<float>(data), zcoll::op::sum); }));
+    *armed = false;
+    data = contribution<float>(t.rank(), 4000);
+    coll.allreduce(staging, std::span<float>(data), zcoll::op::sum);
+    require_within<float>(data, zcoll_test::sum_of_contributions<float>(4, 4000), coll.last_report().error_bound, "after the failed call");
+  });
+  return raised.agreed();
+}
+
 }  // namespace
 
 TEST_CASE("Staged reductions with blocks of no values, and on a hierarchical schedule whose ranks receive without "
@@ -184,20 +204,63 @@ TEST_CASE("Staged reductions on host staging: the host calls' values and reports
   check_staged_reductions<zcoll::Ring, zcoll::FZLight, float>(0, zcoll::absolute(eb));
 }
 
-TEST_CASE("Staged reductions leave sums on compressed streams to the host calls: with homomorphic set they decompress, "
-          "reduce and compress at every hop",
-          "[collective][staged][reduction]") {
-  run_local(4, [](Local& t) {
+TEST_CASE("Staged reductions with sums on compressed streams: the host calls' values and reports bit for bit, within "
+          "the bound of the exact reduction, 1 to 8 ranks",
+          "[collective][staged][reduction][homomorphic]") {
+  // The own values compressed in the space a hop at a time (batches of up to two streams with
+  // TwoStreamBatches), the streams added on the host, the pieces finished in the space.
+  const zcoll::collective_config homomorphic{.pipeline_values = 256, .homomorphic = true};
+  check_staged_reductions<zcoll::Ring, zcoll::FZLight, float>(1000, zcoll::absolute(eb), homomorphic);
+  check_staged_reductions<zcoll::Ring, zcoll::FZLight, float, TwoStreamBatches>(1000, zcoll::absolute(eb), homomorphic);
+  check_staged_reductions<zcoll::RecursiveDoubling, zcoll::FZLight, double>(777, zcoll::relative(1e-4), {.homomorphic = true});
+  // max is no sum: the hops decompress, reduce and compress, as on the host.
+  check_staged_reductions<zcoll::Ring, zcoll::FZLight, float>(300, zcoll::absolute(eb), homomorphic, zcoll::op::max);
+  // Empty blocks, and a hierarchical schedule whose ranks receive without sending.
+  check_staged_allreduce_of<zcoll::Ring, zcoll::FZLight>(2, {3, 5}, {.min_compressed_bytes = 1, .homomorphic = true});
+  using Hierarchical = zcoll::Hierarchical<zcoll::BinomialTree, zcoll::RecursiveDoubling, 2>;
+  check_staged_allreduce_of<Hierarchical, zcoll::FZLight>(3000, {4, 8}, {.pipeline_values = 500, .homomorphic = true});
+}
+
+TEST_CASE("Staged sums on compressed streams on values off the quantization grid: the host sums' values, not the "
+          "decompress-reduce-compress chain's",
+          "[collective][staged][reduction][homomorphic]") {
+  // The contributions of the other cases are dyadic, on the quantizer's grid, where both chains are exact
+  // and agree; these are not.
+  const auto smooth = [](int rank, std::size_t n) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(10.0 * std::sin(1e-3 * static_cast<double>(i) * (rank + 1)) + rank);
+    return v;
+  };
+  run_local(4, [&](Local& t) {
     const zcoll::FZLight codec{{.error_bound = zcoll::absolute(eb)}};
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> homomorphic{t, codec, {.homomorphic = true}};
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> chained{t.split(0, t.rank()), codec};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> homomorphic{t, codec, {.pipeline_values = 700, .homomorphic = true}};
+    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> chained{t.split(0, t.rank()), codec, {.pipeline_values = 700}};
     zcoll::HostStaging staging;
-    const auto in = contribution<float>(t.rank(), 4000);
-    std::vector<float> staged = in, host = in;
+    const std::size_t n = 4000;
+    const auto in = smooth(t.rank(), n);
+    std::vector<float> staged = in, host = in, chain = in;
     homomorphic.allreduce(staging, std::span<float>(staged), zcoll::op::sum);
-    chained.allreduce(std::span<float>(host), zcoll::op::sum);
-    require_equal<float>(staged, host, "staged allreduce with homomorphic set against the decompress-reduce-compress chain");
-    REQUIRE(homomorphic.last_report().error_bound == chained.last_report().error_bound);
+    const zcoll::collective_report staged_report = homomorphic.last_report();
+    homomorphic.allreduce(std::span<float>(host), zcoll::op::sum);
+    chained.allreduce(std::span<float>(chain), zcoll::op::sum);
+    const std::string what = "rank " + std::to_string(t.rank()) + ": allreduce";
+    require_equal<float>(staged, host, what + ", staged against the host's sums on compressed streams");
+    require_same_report(staged_report, homomorphic.last_report(), what);
+    if (staged == chain) FAIL(what << ": the staged sums on compressed streams are the decompress-reduce-compress chain's values");
+    std::vector<float> exact(n, 0.0f);
+    for (int r = 0; r < 4; ++r) {
+      const auto c = smooth(r, n);
+      for (std::size_t i = 0; i < n; ++i) exact[i] += c[i];
+    }
+    // The float sum of four values is off the real sum by a few ulps of 40, far inside eb.
+    require_within<float>(staged, exact, staged_report.error_bound + 1e-5, what + " against the sum of the contributions");
+
+    std::vector<float> staged_block(n / 4), host_block(n / 4);
+    homomorphic.reduce_scatter(staging, std::span<const float>(in), std::span<float>(staged_block), zcoll::op::sum);
+    const zcoll::collective_report block_report = homomorphic.last_report();
+    homomorphic.reduce_scatter(std::span<const float>(in), std::span<float>(host_block), zcoll::op::sum);
+    require_equal<float>(staged_block, host_block, "rank " + std::to_string(t.rank()) + ": reduce_scatter, staged against the host's");
+    require_same_report(block_report, homomorphic.last_report(), "reduce_scatter");
   });
 }
 
@@ -236,21 +299,15 @@ TEST_CASE("Staged reductions: argument errors name the argument, and a space ser
 TEST_CASE("Staged reductions in verify mode: a segment of another value type from rank 1 raises the same error on every "
           "rank, and the next call works",
           "[collective][staged][reduction][fault][verify]") {
-  using Faulty = zcoll_test::Faulty<Local>;
-  raised_by_ranks raised;
-  run_local(4, [&](Local& t) {
-    auto armed = std::make_shared<std::atomic<bool>>(true);
-    zcoll::Compressed<zcoll::Ring, zcoll::FZLight> coll{Faulty(t, 1, zcoll_test::retype, armed),
-                                                        zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}, {.verify = true}};
-    zcoll::HostStaging staging;
-    std::vector<float> data = contribution<float>(t.rank(), 4000);
-    raised.add(zcoll_test::error_of<zcoll::format_error>([&] { coll.allreduce(staging, std::span<float>(data), zcoll::op::sum); }));
-    *armed = false;
-    data = contribution<float>(t.rank(), 4000);
-    coll.allreduce(staging, std::span<float>(data), zcoll::op::sum);
-    require_within<float>(data, zcoll_test::sum_of_contributions<float>(4, 4000), coll.last_report().error_bound, "after the failed call");
-  });
-  const std::string agreed = raised.agreed();
+  const std::string agreed = retyped_allreduce_error({.verify = true});
   CHECK(contains(agreed, "allreduce (staged) (verify): rank "));
   CHECK(contains(agreed, "block from rank 1: stream holds f64 values, not f32"));
+}
+
+TEST_CASE("Staged sums on compressed streams in verify mode: a stream of another value type from rank 1 raises the same "
+          "error on every rank, and the next call works",
+          "[collective][staged][reduction][homomorphic][fault][verify]") {
+  const std::string agreed = retyped_allreduce_error({.verify = true, .homomorphic = true});
+  CHECK(contains(agreed, "allreduce (staged) (verify): rank "));
+  CHECK(contains(agreed, "block from rank 1: "));
 }

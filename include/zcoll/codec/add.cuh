@@ -58,6 +58,13 @@ inline std::uint32_t add_tiles_for(std::size_t count, std::uint32_t chunk_values
 
 }  // namespace detail
 
+/// The codecs whose streams the CUDA driver adds: FZLight and the other Pipeline<quantize::Linear, P, E>
+/// with P = predict::Lorenzo1D or predict::None and a block encoder (2-D/3-D Lorenzo add on the host).
+template <class C>
+inline constexpr bool device_addable = false;
+template <class Q, class P, class E>
+inline constexpr bool device_addable<Pipeline<Q, P, E>> = addable_codec<Pipeline<Q, P, E>> && zcoll::detail::scan_predictor<P>;
+
 /// Workspace (device bytes, 256-byte aligned) zcoll::add needs for streams of `count` values.
 template <class Q, class P, class E>
 std::size_t add_workspace_bytes(const Pipeline<Q, P, E>& codec, std::size_t count) {
@@ -95,7 +102,7 @@ namespace zcoll {
 template <floating_value T, class Q, class P, class E>
 void add(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::size_t count, std::span<const std::byte> a,
          std::span<const std::byte> b, std::span<std::byte> out, std::span<std::byte> workspace) {
-  static_assert(addable_codec<Pipeline<Q, P, E>> && detail::scan_predictor<P>,
+  static_assert(cuda::device_addable<Pipeline<Q, P, E>>,
                 "zcoll::add(exec::Cuda, ...): the CUDA driver adds Pipeline<quantize::Linear, P, E> streams with "
                 "P = predict::Lorenzo1D or predict::None and a block encoder (encode::BitShuffle, encode::Raw), "
                 "e.g. zcoll::FZLight; for 2-D/3-D Lorenzo add on the host");

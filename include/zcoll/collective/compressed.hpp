@@ -326,9 +326,10 @@ class Compressed {
   /// The reductions on values in `space`'s memory (device buffers with a zcoll::cuda::Staging): the
   /// arguments, checks, hops, results and reports of the host calls, bit for bit, with the values
   /// reduced in the space and each hop's segments compressed and decoded there in batches
-  /// (detail/staged_reduction.hpp). Every hop decompresses, reduces and compresses: sums on compressed
-  /// streams (collective_config::homomorphic) stay with the host calls. `space` and the buffers must
-  /// live until the request completes; a space serves one call in flight.
+  /// (detail/staged_reduction.hpp). Sums on compressed streams (collective_config::homomorphic) keep
+  /// the streams on the host, where the transport has them, and compress the own values, add the streams
+  /// and decode the results in the space. `space` and the buffers must live until the request completes;
+  /// a space serves one call in flight.
   template <staging_space Space, collective_value T, op::reduction Op>
   request reduce_scatter_async(Space& space, std::span<const T> in, std::span<T> out, Op op) {
     static_assert(S::supports(op_kind::reduce_scatter),
@@ -713,7 +714,7 @@ class Compressed {
   }
 
   // `w` holds the values reduced and runs the hops: detail::host_reduction_work, or a staging space's
-  // staged_reduction_work (which leaves sums on compressed streams to host memory).
+  // staged_reduction_work; detail::piece_work_of(w) is its part of a sum on compressed streams.
 
   template <floating_value T, class Work, class Op>
   static detail::task<> run_reduce_scatter(engine& e, detail::call_context& call, Work w, std::span<const T> in, std::span<T> out,
@@ -723,13 +724,13 @@ class Compressed {
     if constexpr (sums_streams<Op> && Work::sums_streams) {
       if (call.compress_now && e.config.homomorphic) {
         const Codec& hops = e.coder.hop_codec(eb);
+        auto pieces = detail::piece_work_of(w);
         detail::piece_table table(call.size(), blocks_of_length(n), e.config.pipeline_values, e.coder.row_length());
-        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, table, in, std::span<T>{});
-        detail::hop_error worst{};
+        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, pieces, op_kind::reduce_scatter, hops, table, in,
+                                                         std::span<T>{});
         const std::size_t base = n * static_cast<std::size_t>(call.rank());
-        for (const std::size_t k : table.of_block[static_cast<std::size_t>(call.rank())]) {
-          worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, table.pieces[k], in, out, base));
-        }
+        const detail::hop_error worst = pieces.template finish_pieces<T>(
+            call, hops, table, table.of_block[static_cast<std::size_t>(call.rank())], in, out, base);
         detail::recycle_pieces(call, table);
         detail::set_reduction_bound(call, worst);
         co_await finish(call);
@@ -751,11 +752,11 @@ class Compressed {
     const std::size_t n = data.size();
     if constexpr (sums_streams<Op> && Work::sums_streams) {
       if (call.compress_now && e.config.homomorphic) {
-        auto table = co_await homomorphic_allreduce<T>(e, call, hops, std::span<const T>(data), data, -1);
-        detail::hop_error worst{};
-        for (const auto& piece : table.pieces) {
-          worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, piece, data, data));
-        }
+        auto pieces = detail::piece_work_of(w);
+        const std::span<T> on_arrival = pieces.decodes_on_arrival ? data : std::span<T>{};
+        auto table = co_await homomorphic_allreduce<T>(e, call, pieces, hops, std::span<const T>(data), on_arrival, -1);
+        const detail::hop_error worst =
+            pieces.template finish_pieces<T>(call, hops, table, detail::all_pieces(table), std::span<const T>(data), data);
         detail::recycle_pieces(call, table);
         detail::set_reduction_bound(call, worst);
         co_await finish(call);
@@ -798,11 +799,11 @@ class Compressed {
     if constexpr (sums_streams<Op> && Work::sums_streams) {
       if (call.compress_now && e.config.homomorphic) {
         const Codec& hops = e.coder.hop_codec(eb);
-        auto table = co_await homomorphic_allreduce<T>(e, call, hops, in, call.rank() == root ? out : std::span<T>{}, root);
+        auto pieces = detail::piece_work_of(w);
+        const std::span<T> on_arrival = pieces.decodes_on_arrival && call.rank() == root ? out : std::span<T>{};
+        auto table = co_await homomorphic_allreduce<T>(e, call, pieces, hops, in, on_arrival, root);
         detail::hop_error worst{};
-        if (call.rank() == root) {
-          for (const auto& piece : table.pieces) worst = worst.worst(detail::finish_piece<Codec, T>(call, e.coder, hops, piece, in, out));
-        }
+        if (call.rank() == root) worst = pieces.template finish_pieces<T>(call, hops, table, detail::all_pieces(table), in, out);
         detail::recycle_pieces(call, table);
         // The root's bound, known on every rank.
         std::vector<detail::hop_error> bounds(static_cast<std::size_t>(call.size()));
@@ -865,22 +866,23 @@ class Compressed {
   /// rooted at `root` >= 0, of a reduce (reduce_scatter then a gather of the finished streams over a
   /// binomial tree). Pieces that arrive finished are decoded into `result` (empty: this rank keeps no
   /// result) on arrival; returns the pieces, for the ranks to finish the others.
-  template <floating_value T>
-  static detail::task<detail::piece_table> homomorphic_allreduce(engine& e, detail::call_context& call, const Codec& hops,
-                                                                 std::span<const T> values, std::span<T> result, int root) {
+  template <floating_value T, class PieceWork>
+  static detail::task<detail::piece_table> homomorphic_allreduce(engine& e, detail::call_context& call, PieceWork& pieces,
+                                                                 const Codec& hops, std::span<const T> values,
+                                                                 std::span<T> result, int root) {
     const std::size_t n = values.size();
     const int p = call.size();
     if constexpr (direct_allreduce) {
       detail::piece_table table(1, blocks_of_length(n), e.config.pipeline_values, e.coder.row_length());
-      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allreduce, hops, table, values, result);
+      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, pieces, op_kind::allreduce, hops, table, values, result);
       co_return table;
     } else {
       detail::piece_table table(p, block_ranges(n, p), e.config.pipeline_values, e.coder.row_length());
-      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::reduce_scatter, hops, table, values, result);
+      co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, pieces, op_kind::reduce_scatter, hops, table, values, result);
       if (root < 0) {
-        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, op_kind::allgather, hops, table, values, result);
+        co_await detail::homomorphic_rounds<S, Codec, T>(call, e.coder, pieces, op_kind::allgather, hops, table, values, result);
       } else {  // block k of the gather is rank (root + k) mod p's
-        co_await detail::homomorphic_rounds<BinomialTree, Codec, T>(call, e.coder, op_kind::gather, hops, table, values, result,
+        co_await detail::homomorphic_rounds<BinomialTree, Codec, T>(call, e.coder, pieces, op_kind::gather, hops, table, values, result,
                                                                     detail::rooted_block{root, p}, root);
       }
       co_return table;

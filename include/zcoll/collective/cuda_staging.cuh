@@ -32,6 +32,7 @@
 #include <span>
 #include <string>
 
+#include "zcoll/codec/add.cuh"
 #include "zcoll/codec/cast.cuh"
 #include "zcoll/codec/pipeline.cuh"
 #include "zcoll/codec/rowwise.cuh"
@@ -224,6 +225,35 @@ class Staging {
     detail::combine_values<T, Op><<<detail::grid_blocks(target.size(), detail::combine_threads), detail::combine_threads, 0, exec_.stream>>>(
         target.data(), incoming.data(), target.size(), op);
     check_call(cudaGetLastError(), "Staging: the combine kernel");
+  }
+
+  /// The stream of a + b (zcoll::add) from streams a and b of `count` values in host memory, into `out`
+  /// (host memory, room for max_compressed_size): the streams are copied to the device, added there by
+  /// the add kernel, and the sum copied back; waits. Raises what the host's add raises for streams that do
+  /// not add. A codec the device does not add (2-D/3-D Lorenzo) is added on the host. Returns the sum.
+  template <floating_value T, codec C>
+  std::span<std::byte> add(const C& codec, std::span<const std::byte> a, std::span<const std::byte> b, std::span<std::byte> out,
+                           std::size_t count) {
+    if constexpr (device_addable<C>) {
+      const std::size_t b_at = (a.size() + 255) / 256 * 256;
+      const std::span<std::byte> in = area(staging_area::device_in, b_at + b.size());
+      copy(in.first(a.size()), a);
+      copy(in.subspan(b_at, b.size()), b);
+      const std::span<std::byte> sum = area(staging_area::device_out, out.size());
+      const std::span<std::byte> work = area(staging_area::device_work, add_workspace_bytes(codec, count));
+      zcoll::add<T>(exec_, codec, count, std::span<const std::byte>(in.first(a.size())),
+                    std::span<const std::byte>(in.subspan(b_at, b.size())), sum, work);
+      auto* size = reinterpret_cast<std::uint64_t*>(area(staging_area::host_words, sizeof(std::uint64_t)).data());
+      check_call(cudaMemcpyAsync(size, added_bytes(work), sizeof *size, cudaMemcpyDeviceToHost, exec_.stream),
+                 "Staging: reading the sum's size");
+      check_added(exec_, work);  // waits
+      const auto bytes = static_cast<std::size_t>(*size);
+      copy(out.first(bytes), sum.first(bytes));
+      wait();
+      return out.first(bytes);
+    } else {
+      return zcoll::add(exec::Host{}, codec, a, b, out);
+    }
   }
 
   /// Enqueues the widening of 16-bit values to float.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "zcoll/codec/add.hpp"
 #include "zcoll/codec/compress.hpp"
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/collective/staging.hpp"
@@ -96,6 +97,13 @@ class HostStaging {
   void combine(Op op, std::span<T> target, std::span<const T> incoming, bool reduce) {
     check_staging_lengths("HostStaging::combine", incoming.size(), target.size());
     detail::combine_into(target.data(), incoming.data(), target.size(), reduce, op);
+  }
+
+  /// The stream of a + b (zcoll::add) from streams a and b of `count` values, into `out`; returns the sum.
+  template <floating_value T, codec C>
+  std::span<std::byte> add(const C& codec, std::span<const std::byte> a, std::span<const std::byte> b, std::span<std::byte> out,
+                           std::size_t) {
+    return zcoll::add(exec_, codec, a, b, out);
   }
 
   /// 16-bit values widened to float, and float values rounded to 16 bits (returns the largest rounding).

@@ -57,8 +57,10 @@ struct batch_fault {
 /// decompress) and the reductions' calls — extent(values, fill_bits) -> value_extent<double> (the
 /// finite, non-fill values' smallest and largest, for a relative bound) and combine(op, target,
 /// incoming, reduce) (target = op(target, incoming) element-wise, or a copy), both enqueued in the space
-/// — and the 16-bit values' widen(from, to) (enqueued) and narrow(from, to) -> double (the largest
-/// rounding, after a wait) are checked where a call uses them with its codec and value type.
+/// — the sums on compressed streams' add<T>(codec, a, b, out, count) (zcoll::add of two host streams into
+/// host memory, made by the space; waits) and the 16-bit values' widen(from, to) (enqueued) and
+/// narrow(from, to) -> double (the largest rounding, after a wait) are checked where a call uses them
+/// with its codec and value type.
 template <class S>
 concept staging_space = requires(S& s, staging_area area, std::size_t bytes, std::span<std::byte> to,
                                  std::span<const std::byte> from) {

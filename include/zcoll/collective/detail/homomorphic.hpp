@@ -114,10 +114,11 @@ void compress_own(call_context& call, const Codec& hops, stream_piece& p, std::s
 }
 
 /// The stream piece `p` sends: its own values ⊕ the others' (own compressed first if not yet), or the
-/// others' stream when it no longer holds own values; `scratch` holds a sum made for the send.
-template <codec Codec, floating_value T>
-std::span<const std::byte> outgoing_stream(call_context& call, const Codec& hops, stream_piece& p, std::span<const T> values,
-                                           stream_buffer& scratch, hop_error& carried) {
+/// others' stream when it no longer holds own values; `scratch` holds a sum made for the send, by
+/// `pieces_work` (host_piece_work: zcoll::add on the host; a staging space's: in the space).
+template <codec Codec, floating_value T, class PieceWork>
+std::span<const std::byte> outgoing_stream(call_context& call, PieceWork& pieces_work, const Codec& hops, stream_piece& p,
+                                           std::span<const T> values, stream_buffer& scratch, hop_error& carried) {
   if (!p.own) {
     carried = p.error;
     return p.others;
@@ -131,7 +132,7 @@ std::span<const std::byte> outgoing_stream(call_context& call, const Codec& hops
   const auto start = clock::now();
   try {
     scratch.resize(hops.template max_compressed_size<T>(p.count));
-    scratch.resize(zcoll::add(call.exec(), hops, p.own_stream, p.others, std::span<std::byte>(scratch)).size());
+    scratch.resize(pieces_work.template add<T>(call, hops, p.own_stream, p.others, std::span<std::byte>(scratch), p.count).size());
   } catch (const error& e) {  // `others` came from p.from: streams that do not add are its fault
     call.fail(format_error("block from rank " + std::to_string(p.from) + ": " + call_context::without_prefix(e.what())), p.from);
     scratch.assign(p.own_stream.begin(), p.own_stream.end());  // verify mode holds the fault; the schedule goes on
@@ -161,14 +162,17 @@ void check_incoming(call_context& call, std::span<const std::byte> stream, std::
 
 /// One hop of a homomorphic reduction: every piece of the send range goes out as a stream (hop headers
 /// and bytes as reduction.hpp's pipelined_hop sends them), every piece of the receive range is added to
-/// the one held (or replaces it); what was sent changes only after its send has completed.
+/// the one held (or replaces it); what was sent changes only after its send has completed. The streams
+/// and their sums are on the host; `pieces` (host_piece_work, or a staging space's) compresses the own
+/// values a hop sends, where they are.
 ///
 /// A stream that replaces the one held holds every contribution: it is the piece's result, decoded into
-/// `result` (the call's output, value 0 at its start; empty on a rank that keeps no result) as soon as it
-/// arrives, while the rest of the hop is still on the wire, and forwarded unchanged in later hops.
-template <codec Codec, floating_value T, class BlockOf>
-task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Codec& hops, schedule::step st,
-                       piece_table& table, BlockOf block_of, std::span<const T> values, std::span<T> result) {
+/// `result` (the call's output, value 0 at its start; empty on a rank that keeps no result, or that
+/// finishes every piece at the end) as soon as it arrives, while the rest of the hop is still on the
+/// wire, and forwarded unchanged in later hops.
+template <codec Codec, floating_value T, class PieceWork, class BlockOf>
+task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, PieceWork& pieces_work, const Codec& hops,
+                       schedule::step st, piece_table& table, BlockOf block_of, std::span<const T> values, std::span<T> result) {
   call_scratch& s = call.scratch();
   std::vector<stream_piece>& pieces = table.pieces;
   const std::vector<std::size_t> in = st.recv.active() ? table.pieces_of(st.recv, block_of) : std::vector<std::size_t>{};
@@ -190,10 +194,11 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
   std::vector<hop_segment> sent(out.size());
   s.out_headers.assign(out.size(), wire::hop_header{});
   const std::size_t out_values = values_of(pieces, out);
+  pieces_work.template compress_own_pieces<T>(call, hops, pieces, out, values);
   for (std::size_t k = 0; k < out.size(); ++k) {
     stream_piece& p = pieces[out[k]];
     hop_error carried{};
-    const std::span<const std::byte> stream = outgoing_stream<Codec, T>(call, hops, p, values, sums[k], carried);
+    const std::span<const std::byte> stream = outgoing_stream<Codec, T>(call, pieces_work, hops, p, values, sums[k], carried);
     s.out_headers[k] = {stream.size(), carried.bound, carried.compressions, p.count, out_values};
     start = clock::now();
     sent[k].header = call.transport().isend_async(st.send.peer, wire::size_tag, std::as_bytes(std::span(&s.out_headers[k], 1)));
@@ -236,7 +241,7 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, const Code
     next_error[k] = p.error.template combined<op::sum_t>(theirs);
     try {
       next[k].resize(hops.template max_compressed_size<T>(p.count));
-      next[k].resize(zcoll::add(call.exec(), hops, p.others, bytes, std::span<std::byte>(next[k])).size());
+      next[k].resize(pieces_work.template add<T>(call, hops, p.others, bytes, std::span<std::byte>(next[k]), p.count).size());
     } catch (const error& e) {  // streams that do not add are the sender's fault, whatever add calls them
       call.fail(format_error("block from rank " + std::to_string(st.recv.peer) + ": " + call_context::without_prefix(e.what())),
                 st.recv.peer);
@@ -275,13 +280,13 @@ std::size_t post_arrived(call_context& call, block_codec<Codec>& coder, int peer
 
 /// Runs S's rounds of `kind` over the table's pieces, schedule block b being table block block_of(b).
 /// Finished pieces are decoded into `result` on arrival (homomorphic_hop).
-template <class S, codec Codec, floating_value T, class BlockOf = same_block>
-task<> homomorphic_rounds(call_context& call, block_codec<Codec>& coder, schedule::collective_op kind, const Codec& hops,
-                          piece_table& table, std::span<const T> values, std::span<T> result, BlockOf block_of = {},
-                          int root = 0) {
+template <class S, codec Codec, floating_value T, class PieceWork, class BlockOf = same_block>
+task<> homomorphic_rounds(call_context& call, block_codec<Codec>& coder, PieceWork& pieces_work, schedule::collective_op kind,
+                          const Codec& hops, piece_table& table, std::span<const T> values, std::span<T> result,
+                          BlockOf block_of = {}, int root = 0) {
   for (int r = 0; r < S::rounds(kind, call.size()); ++r) {
     const schedule::step st = S::at(kind, call.size(), call.rank(), r, root);
-    co_await homomorphic_hop<Codec, T>(call, coder, hops, st, table, block_of, values, result);
+    co_await homomorphic_hop<Codec, T>(call, coder, pieces_work, hops, st, table, block_of, values, result);
   }
 }
 
@@ -315,6 +320,48 @@ hop_error finish_piece(call_context& call, block_codec<Codec>& coder, const Code
   for (std::size_t i = 0; i < p.count; ++i) target[i] = values[p.lo + i] + decoded[i];
   call.report.reduce_s += seconds_since(start);
   return p.error;
+}
+
+/// A homomorphic reduction's work on values in host memory: each piece's own values are compressed when
+/// the piece is first sent (outgoing_stream: compressing one overlaps the sends before it), finished
+/// streams are decoded into the result on arrival, and the other pieces finished at the end, one by one.
+template <codec Codec>
+struct host_piece_work {
+  block_codec<Codec>& coder;
+
+  static constexpr bool decodes_on_arrival = true;
+
+  template <floating_value T>
+  void compress_own_pieces(call_context&, const Codec&, std::vector<stream_piece>&, const std::vector<std::size_t>&,
+                           std::span<const T>) const {}
+
+  /// The stream of a + b of `count` values into `out`.
+  template <floating_value T>
+  std::span<std::byte> add(call_context& call, const Codec& hops, std::span<const std::byte> a, std::span<const std::byte> b,
+                           std::span<std::byte> out, std::size_t) const {
+    return zcoll::add(call.exec(), hops, a, b, out);
+  }
+
+  /// finish_piece for the pieces `which`; returns the worst error they carry.
+  template <floating_value T>
+  hop_error finish_pieces(call_context& call, const Codec& hops, const piece_table& table, const std::vector<std::size_t>& which,
+                          std::span<const T> values, std::span<T> out, std::size_t base = 0) const {
+    hop_error worst{};
+    for (const std::size_t k : which) worst = worst.worst(finish_piece<Codec, T>(call, coder, hops, table.pieces[k], values, out, base));
+    return worst;
+  }
+};
+
+template <codec Codec>
+host_piece_work<Codec> piece_work_of(const host_reduction_work<Codec>& work) {
+  return {work.coder};
+}
+
+/// Every piece of the table, in order.
+inline std::vector<std::size_t> all_pieces(const piece_table& table) {
+  std::vector<std::size_t> which(table.pieces.size());
+  for (std::size_t k = 0; k < which.size(); ++k) which[k] = k;
+  return which;
 }
 
 }  // namespace zcoll::detail

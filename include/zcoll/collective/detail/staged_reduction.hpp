@@ -9,8 +9,12 @@
 /// sizes must reach the host), so its own segments do not overlap each other's transfer as
 /// pipelined_hop's do; the space is waited on once a hop, and once for a relative bound's extent.
 ///
-/// Sums on compressed streams (collective_config::homomorphic) run on host memory only: a staged
-/// reduction decompresses, reduces and compresses at every hop.
+/// Sums on compressed streams (collective_config::homomorphic, detail/homomorphic.hpp): the streams are
+/// kept on the host, where the transport has them; the space compresses the own values a hop sends
+/// (staged_piece_work, one batch a hop), adds streams (cuda::Staging: copies them to the device, adds
+/// them there and copies the sum back, one add at a time) and finishes the pieces at the end (the others'
+/// streams decoded in batches and added to the own values there). The hops, streams and bounds are the
+/// host call's, so are the results, bit for bit.
 
 #include <algorithm>
 #include <cstddef>
@@ -24,6 +28,7 @@
 #include "zcoll/codec/concepts.hpp"
 #include "zcoll/collective/detail/block_codec.hpp"
 #include "zcoll/collective/detail/call.hpp"
+#include "zcoll/collective/detail/homomorphic.hpp"
 #include "zcoll/collective/detail/reduction.hpp"
 #include "zcoll/collective/detail/staged_batches.hpp"
 #include "zcoll/collective/detail/staged_block_work.hpp"
@@ -234,7 +239,7 @@ struct staged_reduction_work {
   const block_codec<Codec>& coder;
   Space& space;
 
-  static constexpr bool sums_streams = false;
+  static constexpr bool sums_streams = true;
 
   template <floating_value T>
   std::span<T> copy_of(call_context&, std::span<const T> in) {
@@ -267,5 +272,134 @@ struct staged_reduction_work {
     return {coder, hops, space};
   }
 };
+
+/// A homomorphic reduction's work on values in a staging space (host_piece_work's counterpart): the own
+/// values a hop sends are compressed in the space before its sends, in batches, their streams copied to
+/// the host; no stream is decoded on arrival; the pieces are finished in the space at the end.
+template <codec Codec, staging_space Space>
+struct staged_piece_work {
+  Space& space;
+
+  static constexpr bool decodes_on_arrival = false;
+
+  /// The pieces `out` that hold own values not compressed yet, compressed from `values` (the space's
+  /// memory) into their own_stream, as compress_own does on the host; a batch the codec refuses leaves
+  /// its pieces' streams empty (verify mode holds the fault; receivers find them damaged).
+  template <floating_value T>
+  void compress_own_pieces(call_context& call, const Codec& hops, std::vector<stream_piece>& pieces,
+                           const std::vector<std::size_t>& out, std::span<const T> values) {
+    std::vector<std::size_t> todo;
+    for (const std::size_t k : out) {
+      if (pieces[k].own && !pieces[k].own_compressed) todo.push_back(k);
+    }
+    if (todo.empty()) return;
+    const auto start = clock::now();
+    const auto piece_at = [&](int j) -> stream_piece& { return pieces[todo[static_cast<std::size_t>(j)]]; };
+    std::vector<batch_run> runs = batch_runs(static_cast<int>(todo.size()), space.max_batch_streams(), [](int) { return true; },
+                                             [&](int j) { return piece_at(j - 1).lo + piece_at(j - 1).count == piece_at(j).lo; });
+    const auto counts_of = [&](const batch_run& run) {
+      std::vector<std::size_t> counts;
+      for (int j = run.first; j < run.first + run.count; ++j) counts.push_back(piece_at(j).count);
+      return counts;
+    };
+    const compressed_batches batches = compress_batches<T>(
+        call, hops, space, runs, [&](const batch_run& run) { return values.subspan(piece_at(run.first).lo, run_values(counts_of(run))); },
+        counts_of);
+    for (const batch_run& run : runs) {  // a batch's streams are packed from its out_at
+      std::size_t at = run.out_at;
+      for (int j = run.first; j < run.first + run.count; ++j) {
+        stream_piece& p = piece_at(j);
+        const auto size = static_cast<std::size_t>(batches.sizes[static_cast<std::size_t>(j)]);
+        p.own_stream = call.scratch().take_stream(size);
+        p.own_stream.resize(size);
+        space.copy(std::span<std::byte>(p.own_stream), batches.device_out.subspan(at, size));
+        at += size;
+      }
+    }
+    space.wait();
+    for (const std::size_t k : todo) {
+      stream_piece& p = pieces[k];
+      p.own_error = hop_error{}.after_compression(p.own_stream.empty() ? 0.0 : read_stream_header(p.own_stream).error_bound);
+      p.own_compressed = true;
+    }
+    call.report.compress_s += seconds_since(start);
+  }
+
+  /// The stream of a + b of `count` values (host memory) into `out`, added by the space (cuda::Staging:
+  /// on the device); waits.
+  template <floating_value T>
+  std::span<std::byte> add(call_context&, const Codec& hops, std::span<const std::byte> a, std::span<const std::byte> b,
+                           std::span<std::byte> out, std::size_t count) {
+    return space.template add<T>(hops, a, b, out, count);
+  }
+
+  /// finish_piece for the pieces `which` in the space: each piece's own values (when it holds them) are
+  /// copied to `out` (value `base` of the call's buffer at out[0]), the others' streams checked on the
+  /// host, copied into the space, decoded in batches and added to them (or written, without own values).
+  /// A stream that does not decode is a format_error naming the rank it came from (held in verify mode),
+  /// and leaves its piece's own values. Waits; returns the worst error the pieces carry.
+  template <floating_value T>
+  hop_error finish_pieces(call_context& call, const Codec& hops, const piece_table& table, const std::vector<std::size_t>& which,
+                          std::span<const T> values, std::span<T> out, std::size_t base = 0) {
+    const auto start = clock::now();
+    const auto piece_at = [&](int j) -> const stream_piece& { return table.pieces[which[static_cast<std::size_t>(j)]]; };
+    const auto target = [&](const stream_piece& p) { return out.subspan(p.lo - base, p.count); };
+    std::vector<char> decoded(which.size(), 0);
+    std::vector<std::uint64_t> offsets(which.size(), 0), sizes(which.size(), 0);
+    std::vector<std::size_t> first_value(which.size(), 0);
+    std::size_t in_bytes = 0, total_values = 0;
+    hop_error worst{};
+    for (std::size_t j = 0; j < which.size(); ++j) {
+      const stream_piece& p = piece_at(static_cast<int>(j));
+      first_value[j] = total_values;
+      total_values += p.count;
+      if (p.own && target(p).data() != values.data() + p.lo) {
+        space.copy(std::as_writable_bytes(target(p)), std::as_bytes(values.subspan(p.lo, p.count)));
+      }
+      if (p.others.empty()) continue;
+      worst = worst.worst(p.error);
+      decoded[j] = check_received_stream(call, p.others, p.count, p.from);
+      offsets[j] = in_bytes;
+      sizes[j] = p.others.size();
+      in_bytes += decoded[j] ? p.others.size() : 0;
+    }
+    const std::span<std::byte> device_in = space.area(staging_area::device_in, in_bytes);
+    for (std::size_t j = 0; j < which.size(); ++j) {
+      if (decoded[j]) space.copy(device_in.subspan(offsets[j], sizes[j]), std::span<const std::byte>(piece_at(static_cast<int>(j)).others));
+    }
+    const std::span<T> incoming = values_in<T>(space.area(staging_area::device_incoming, total_values * sizeof(T)), total_values);
+    std::vector<batch_run> runs = batch_runs(static_cast<int>(which.size()), space.max_batch_streams(),
+                                             [&](int j) { return decoded[static_cast<std::size_t>(j)] != 0; }, [](int) { return true; });
+    const auto counts_of = [&](const batch_run& run) {
+      std::vector<std::size_t> counts;
+      for (int j = run.first; j < run.first + run.count; ++j) counts.push_back(piece_at(j).count);
+      return counts;
+    };
+    const std::vector<char> faulted = decompress_batches<T>(
+        call, hops, space, runs, device_in, offsets, sizes,
+        [&](const batch_run& run) {
+          return incoming.subspan(first_value[static_cast<std::size_t>(run.first)], run_values(counts_of(run)));
+        },
+        counts_of, [&](int j) { return piece_at(j).from; });
+    for (std::size_t r = 0; r < runs.size(); ++r) {
+      for (int j = runs[r].first; faulted[r] && j < runs[r].first + runs[r].count; ++j) decoded[static_cast<std::size_t>(j)] = 0;
+    }
+    call.report.decompress_s += seconds_since(start);
+    const auto reduce_start = clock::now();
+    for (std::size_t j = 0; j < which.size(); ++j) {
+      if (!decoded[j]) continue;
+      const stream_piece& p = piece_at(static_cast<int>(j));
+      space.combine(op::sum, target(p), std::span<const T>(incoming.subspan(first_value[j], p.count)), p.own);
+    }
+    space.wait();
+    call.report.reduce_s += seconds_since(reduce_start);
+    return worst;
+  }
+};
+
+template <codec Codec, staging_space Space>
+staged_piece_work<Codec, Space> piece_work_of(const staged_reduction_work<Codec, Space>& work) {
+  return {work.space};
+}
 
 }  // namespace zcoll::detail
