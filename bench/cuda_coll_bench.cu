@@ -16,20 +16,25 @@ namespace zcoll_bench {
 using zcoll::cuda::check_call;
 using op_kind = zcoll::schedule::collective_op;
 
+/// A CUDA stream of the benchmark's own, destroyed last (after the staging space and buffers that use it).
+class owned_stream {
+ public:
+  owned_stream() { check_call(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"); }
+  ~owned_stream() { cudaStreamDestroy(stream_); }
+  owned_stream(const owned_stream&) = delete;
+  owned_stream& operator=(const owned_stream&) = delete;
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 template <class T>
 struct cuda_staged_rank<T>::device_state {
   device_state(std::size_t in_count, std::size_t out_count)
-      : stream(new_stream()), staging(stream), in(in_count * sizeof(T)), out(out_count * sizeof(T)),
-        in_values(in_count), out_values(out_count) {}
-  ~device_state() { cudaStreamDestroy(stream); }
+      : staging(stream.get()), in(in_count * sizeof(T)), out(out_count * sizeof(T)), in_values(in_count), out_values(out_count) {}
 
-  static cudaStream_t new_stream() {
-    cudaStream_t made = nullptr;
-    check_call(cudaStreamCreateWithFlags(&made, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-    return made;
-  }
-
-  cudaStream_t stream;
+  owned_stream stream;  // first: constructed first, destroyed last
   zcoll::cuda::Staging staging;
   device_buffer in, out;
   std::size_t in_values, out_values;
@@ -46,17 +51,17 @@ template <class T>
 void cuda_staged_rank<T>::upload(std::span<const T> in, std::span<const T> out) {
   device_state& s = *state_;
   if (in.size() != s.in_values || out.size() != s.out_values) throw std::logic_error("cuda_staged_rank::upload: sizes differ");
-  check_call(cudaMemcpyAsync(s.in.data(), in.data(), in.size_bytes(), cudaMemcpyHostToDevice, s.stream), "upload in");
-  check_call(cudaMemcpyAsync(s.out.data(), out.data(), out.size_bytes(), cudaMemcpyHostToDevice, s.stream), "upload out");
-  check_call(cudaStreamSynchronize(s.stream), "upload");
+  check_call(cudaMemcpyAsync(s.in.data(), in.data(), in.size_bytes(), cudaMemcpyHostToDevice, s.stream.get()), "upload in");
+  check_call(cudaMemcpyAsync(s.out.data(), out.data(), out.size_bytes(), cudaMemcpyHostToDevice, s.stream.get()), "upload out");
+  check_call(cudaStreamSynchronize(s.stream.get()), "upload");
 }
 
 template <class T>
 void cuda_staged_rank<T>::download(std::span<T> out) const {
   const device_state& s = *state_;
   if (out.size() != s.out_values) throw std::logic_error("cuda_staged_rank::download: sizes differ");
-  check_call(cudaMemcpyAsync(out.data(), s.out.data(), out.size_bytes(), cudaMemcpyDeviceToHost, s.stream), "download");
-  check_call(cudaStreamSynchronize(s.stream), "download");
+  check_call(cudaMemcpyAsync(out.data(), s.out.data(), out.size_bytes(), cudaMemcpyDeviceToHost, s.stream.get()), "download");
+  check_call(cudaStreamSynchronize(s.stream.get()), "download");
 }
 
 template <class T>
@@ -85,7 +90,7 @@ zcoll::collective_report cuda_staged_rank<T>::call(zcoll::Compressed<S, Codec>& 
   };
   zcoll::request r = start();
   r.wait();
-  check_call(cudaStreamSynchronize(s.stream), "the staged call's stream");
+  check_call(cudaStreamSynchronize(s.stream.get()), "the staged call's stream");
   return r.report();
 }
 

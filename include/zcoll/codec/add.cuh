@@ -38,8 +38,9 @@ __global__ void __launch_bounds__(Threads) add_tiles(zcoll::detail::add_job job,
   __shared__ typename block_team<Threads>::storage shared;
   tile_state scans[2] = {inputs, sums};
   block_team<Threads> team(shared, scans, fault, blockIdx.x);
-  // The 128-thread team stages both input chunks (a coded chunk of 4096 f32 values takes at most 16 KiB);
-  // beside the 1024-thread team's storage, the staging would not fit in a block's 48 KiB.
+  // The 128-thread team stages both input chunks, each when it fits in 16 KiB (a coded f32 chunk is
+  // smaller than its 16 KiB of values; larger chunks are read where they are); beside the 1024-thread
+  // team's storage, the staging would not fit in a block's 48 KiB.
   if constexpr (Threads == 128) {
     __shared__ std::byte staging[max_staging_bytes];
     zcoll::detail::add_tile<Q, P, E, T>(team, job, blockIdx.x, staging, max_staging_bytes);

@@ -58,7 +58,8 @@ struct batch_fault {
 /// finite, non-fill values' smallest and largest, for a relative bound) and combine(op, target,
 /// incoming, reduce) (target = op(target, incoming) element-wise, or a copy), both enqueued in the space
 /// — the sums on compressed streams' add<T>(codec, a, b, out, count) (zcoll::add of two host streams into
-/// host memory, made by the space; waits) and the 16-bit values' widen(from, to) (enqueued) and
+/// host memory, made by the space; waits; needed wherever a staged sum with an addable codec such as
+/// FZLight is compiled, homomorphic set or not) and the 16-bit values' widen(from, to) (enqueued) and
 /// narrow(from, to) -> double (the largest rounding, after a wait) are checked where a call uses them
 /// with its codec and value type.
 template <class S>

@@ -113,6 +113,23 @@ void compress_own(call_context& call, const Codec& hops, stream_piece& p, std::s
   call.report.compress_s += seconds_since(start);
 }
 
+/// The sum of streams a and b of `count` values, made by `pieces_work`, into `sum`. Streams that do not
+/// add (argument_error or format_error, whatever add calls them) are the fault of `from`, the rank one of
+/// them came from: a format_error naming it (held in verify mode, when `sum` gets `fallback` and the
+/// schedule goes on). Any other error (a device's) is this rank's own and goes on up as it is.
+template <codec Codec, floating_value T, class PieceWork>
+void add_streams(call_context& call, PieceWork& pieces_work, const Codec& hops, std::span<const std::byte> a,
+                 std::span<const std::byte> b, std::size_t count, int from, stream_buffer& sum, std::span<const std::byte> fallback) {
+  try {
+    sum.resize(hops.template max_compressed_size<T>(count));
+    sum.resize(pieces_work.template add<T>(call, hops, a, b, std::span<std::byte>(sum), count).size());
+  } catch (const error& e) {
+    if (dynamic_cast<const argument_error*>(&e) == nullptr && dynamic_cast<const format_error*>(&e) == nullptr) throw;
+    call.fail(format_error("block from rank " + std::to_string(from) + ": " + call_context::without_prefix(e.what())), from);
+    sum.assign(fallback.begin(), fallback.end());
+  }
+}
+
 /// The stream piece `p` sends: its own values ⊕ the others' (own compressed first if not yet), or the
 /// others' stream when it no longer holds own values; `scratch` holds a sum made for the send, by
 /// `pieces_work` (host_piece_work: zcoll::add on the host; a staging space's: in the space).
@@ -130,13 +147,7 @@ std::span<const std::byte> outgoing_stream(call_context& call, PieceWork& pieces
   }
   carried = p.error.template combined<op::sum_t>(p.own_error);
   const auto start = clock::now();
-  try {
-    scratch.resize(hops.template max_compressed_size<T>(p.count));
-    scratch.resize(pieces_work.template add<T>(call, hops, p.own_stream, p.others, std::span<std::byte>(scratch), p.count).size());
-  } catch (const error& e) {  // `others` came from p.from: streams that do not add are its fault
-    call.fail(format_error("block from rank " + std::to_string(p.from) + ": " + call_context::without_prefix(e.what())), p.from);
-    scratch.assign(p.own_stream.begin(), p.own_stream.end());  // verify mode holds the fault; the schedule goes on
-  }
+  add_streams<Codec, T>(call, pieces_work, hops, p.own_stream, p.others, p.count, p.from, scratch, p.own_stream);  // `others` came from p.from
   call.report.reduce_s += seconds_since(start);
   return scratch;
 }
@@ -239,14 +250,7 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, PieceWork&
     }
     start = clock::now();
     next_error[k] = p.error.template combined<op::sum_t>(theirs);
-    try {
-      next[k].resize(hops.template max_compressed_size<T>(p.count));
-      next[k].resize(pieces_work.template add<T>(call, hops, p.others, bytes, std::span<std::byte>(next[k]), p.count).size());
-    } catch (const error& e) {  // streams that do not add are the sender's fault, whatever add calls them
-      call.fail(format_error("block from rank " + std::to_string(st.recv.peer) + ": " + call_context::without_prefix(e.what())),
-                st.recv.peer);
-      next[k].assign(p.others.begin(), p.others.end());  // verify mode holds the fault; the schedule goes on
-    }
+    add_streams<Codec, T>(call, pieces_work, hops, p.others, bytes, p.count, st.recv.peer, next[k], p.others);
     call.report.reduce_s += seconds_since(start);
   }
   start = clock::now();

@@ -101,42 +101,61 @@ void send_staged_segments(call_context& call, Space& space, const Codec& hops, i
   call.report.communicate_s += seconds_since(send_start);
 }
 
-/// The received segments `in` (their bytes in the call's scratch) decoded in the space into the
-/// device_incoming area, in order: a stream that does not hold its segment's values, or does not decode,
-/// is a format_error naming `peer` (held in verify mode). Returns the decoded values, and for each
-/// segment whether its values decoded (the others are to be left out of the reduction: on a device their
-/// memory may hold anything, NaN included, which would give ranks downstream faults of their own).
-template <codec Codec, floating_value T, staging_space Space>
-std::pair<std::span<T>, std::vector<char>> decode_staged_segments(call_context& call, Space& space, const Codec& hops, int peer,
-                                                                  const std::vector<hop_segment>& in, std::size_t hop_values) {
-  const call_scratch& s = call.scratch();
-  const auto start = clock::now();
-  std::vector<char> decoded(in.size(), 0);
-  std::vector<std::uint64_t> offsets(in.size(), 0), sizes(in.size(), 0);
+/// Streams in host memory decoded in the space: stream k (`stream_of(k)`, sent by rank `from_of(k)`, of
+/// `count_of(k)` values) is checked on the host (check_received_stream: one of another length is a
+/// format_error naming its sender, held in verify mode, and is not decoded), copied into the device_in
+/// area and decoded in batches of consecutive streams into `incoming` at first_of(k). Returns, stream by
+/// stream, whether its values decoded (a batch with a stream that did not counts as not decoded: on a
+/// device its memory may hold anything, NaN included).
+template <codec Codec, floating_value T, staging_space Space, class StreamOf, class CountOf, class FirstOf, class FromOf>
+std::vector<char> decode_in_space(call_context& call, Space& space, const Codec& hops, std::size_t streams, StreamOf stream_of,
+                                  CountOf count_of, FirstOf first_of, FromOf from_of, std::span<T> incoming) {
+  std::vector<char> decoded(streams, 0);
+  std::vector<std::uint64_t> offsets(streams, 0), sizes(streams, 0);
   std::size_t in_bytes = 0;
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    const auto stream = std::span<const std::byte>(s.in_bytes[k]).first(in[k].received_bytes);
-    decoded[k] = check_received_stream(call, stream, in[k].count, peer);
+  for (std::size_t k = 0; k < streams; ++k) {
+    const std::span<const std::byte> stream = stream_of(k);
+    decoded[k] = check_received_stream(call, stream, count_of(k), from_of(static_cast<int>(k)));
     offsets[k] = in_bytes;
     sizes[k] = stream.size();
     in_bytes += decoded[k] ? stream.size() : 0;
   }
   const std::span<std::byte> device_in = space.area(staging_area::device_in, in_bytes);
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    if (decoded[k]) space.copy(device_in.subspan(offsets[k], sizes[k]), std::span<const std::byte>(s.in_bytes[k]).first(sizes[k]));
+  for (std::size_t k = 0; k < streams; ++k) {
+    if (decoded[k]) space.copy(device_in.subspan(offsets[k], sizes[k]), stream_of(k));
   }
-  const std::span<T> incoming = values_in<T>(space.area(staging_area::device_incoming, hop_values * sizeof(T)), hop_values);
-  const std::size_t hop_lo = in.empty() ? 0 : in.front().lo;
-  std::vector<batch_run> runs = batch_runs(static_cast<int>(in.size()), space.max_batch_streams(),
+  std::vector<batch_run> runs = batch_runs(static_cast<int>(streams), space.max_batch_streams(),
                                            [&](int k) { return decoded[static_cast<std::size_t>(k)] != 0; }, [](int) { return true; });
-  const auto counts_of = [&](const batch_run& run) { return segment_counts(in, run); };
+  const auto counts_of = [&](const batch_run& run) {
+    std::vector<std::size_t> counts;
+    for (int k = run.first; k < run.first + run.count; ++k) counts.push_back(count_of(static_cast<std::size_t>(k)));
+    return counts;
+  };
   const std::vector<char> faulted = decompress_batches<T>(
       call, hops, space, runs, device_in, offsets, sizes,
-      [&](const batch_run& run) { return incoming.subspan(in[static_cast<std::size_t>(run.first)].lo - hop_lo, run_values(counts_of(run))); },
-      counts_of, [peer](int) { return peer; });
+      [&](const batch_run& run) { return incoming.subspan(first_of(static_cast<std::size_t>(run.first)), run_values(counts_of(run))); },
+      counts_of, from_of);
   for (std::size_t r = 0; r < runs.size(); ++r) {
     for (int k = runs[r].first; faulted[r] && k < runs[r].first + runs[r].count; ++k) decoded[static_cast<std::size_t>(k)] = 0;
   }
+  return decoded;
+}
+
+/// The received segments `in` (their bytes in the call's scratch) decoded in the space into the
+/// device_incoming area, in order (decode_in_space). Returns the decoded values, and for each segment
+/// whether its values decoded (the others are to be left out of the reduction).
+template <codec Codec, floating_value T, staging_space Space>
+std::pair<std::span<T>, std::vector<char>> decode_staged_segments(call_context& call, Space& space, const Codec& hops, int peer,
+                                                                  const std::vector<hop_segment>& in, std::size_t hop_values) {
+  const call_scratch& s = call.scratch();
+  const auto start = clock::now();
+  const std::span<T> incoming = values_in<T>(space.area(staging_area::device_incoming, hop_values * sizeof(T)), hop_values);
+  const std::size_t hop_lo = in.empty() ? 0 : in.front().lo;
+  std::vector<char> decoded = decode_in_space<Codec, T>(
+      call, space, hops, in.size(),
+      [&](std::size_t k) { return std::span<const std::byte>(s.in_bytes[k]).first(in[k].received_bytes); },
+      [&](std::size_t k) { return in[k].count; }, [&](std::size_t k) { return in[k].lo - hop_lo; }, [peer](int) { return peer; },
+      incoming);
   call.report.decompress_s += seconds_since(start);
   return {incoming, std::move(decoded)};
 }
@@ -336,60 +355,42 @@ struct staged_piece_work {
   /// finish_piece for the pieces `which` in the space: each piece's own values (when it holds them) are
   /// copied to `out` (value `base` of the call's buffer at out[0]), the others' streams checked on the
   /// host, copied into the space, decoded in batches and added to them (or written, without own values).
-  /// A stream that does not decode is a format_error naming the rank it came from (held in verify mode),
-  /// and leaves its piece's own values. Waits; returns the worst error the pieces carry.
+  /// A stream that does not decode is a format_error naming the rank it came from (held in verify mode);
+  /// the pieces of its batch then keep what was written before the decode (their own values, or what
+  /// `out` held) — the call raises. Waits; returns the worst error the pieces carry.
   template <floating_value T>
   hop_error finish_pieces(call_context& call, const Codec& hops, const piece_table& table, const std::vector<std::size_t>& which,
                           std::span<const T> values, std::span<T> out, std::size_t base = 0) {
     const auto start = clock::now();
-    const auto piece_at = [&](int j) -> const stream_piece& { return table.pieces[which[static_cast<std::size_t>(j)]]; };
+    const auto piece_at = [&](std::size_t j) -> const stream_piece& { return table.pieces[which[j]]; };
     const auto target = [&](const stream_piece& p) { return out.subspan(p.lo - base, p.count); };
-    std::vector<char> decoded(which.size(), 0);
-    std::vector<std::uint64_t> offsets(which.size(), 0), sizes(which.size(), 0);
-    std::vector<std::size_t> first_value(which.size(), 0);
-    std::size_t in_bytes = 0, total_values = 0;
+    // The pieces with others' streams, their place in the device_incoming area, their own values in `out`.
+    std::vector<std::size_t> with_others, first_value;
+    std::size_t total_values = 0;
     hop_error worst{};
     for (std::size_t j = 0; j < which.size(); ++j) {
-      const stream_piece& p = piece_at(static_cast<int>(j));
-      first_value[j] = total_values;
-      total_values += p.count;
+      const stream_piece& p = piece_at(j);
       if (p.own && target(p).data() != values.data() + p.lo) {
         space.copy(std::as_writable_bytes(target(p)), std::as_bytes(values.subspan(p.lo, p.count)));
       }
       if (p.others.empty()) continue;
       worst = worst.worst(p.error);
-      decoded[j] = check_received_stream(call, p.others, p.count, p.from);
-      offsets[j] = in_bytes;
-      sizes[j] = p.others.size();
-      in_bytes += decoded[j] ? p.others.size() : 0;
+      with_others.push_back(which[j]);
+      first_value.push_back(total_values);
+      total_values += p.count;
     }
-    const std::span<std::byte> device_in = space.area(staging_area::device_in, in_bytes);
-    for (std::size_t j = 0; j < which.size(); ++j) {
-      if (decoded[j]) space.copy(device_in.subspan(offsets[j], sizes[j]), std::span<const std::byte>(piece_at(static_cast<int>(j)).others));
-    }
+    const auto others_at = [&](std::size_t k) -> const stream_piece& { return table.pieces[with_others[k]]; };
     const std::span<T> incoming = values_in<T>(space.area(staging_area::device_incoming, total_values * sizeof(T)), total_values);
-    std::vector<batch_run> runs = batch_runs(static_cast<int>(which.size()), space.max_batch_streams(),
-                                             [&](int j) { return decoded[static_cast<std::size_t>(j)] != 0; }, [](int) { return true; });
-    const auto counts_of = [&](const batch_run& run) {
-      std::vector<std::size_t> counts;
-      for (int j = run.first; j < run.first + run.count; ++j) counts.push_back(piece_at(j).count);
-      return counts;
-    };
-    const std::vector<char> faulted = decompress_batches<T>(
-        call, hops, space, runs, device_in, offsets, sizes,
-        [&](const batch_run& run) {
-          return incoming.subspan(first_value[static_cast<std::size_t>(run.first)], run_values(counts_of(run)));
-        },
-        counts_of, [&](int j) { return piece_at(j).from; });
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-      for (int j = runs[r].first; faulted[r] && j < runs[r].first + runs[r].count; ++j) decoded[static_cast<std::size_t>(j)] = 0;
-    }
+    const std::vector<char> decoded = decode_in_space<Codec, T>(
+        call, space, hops, with_others.size(), [&](std::size_t k) { return std::span<const std::byte>(others_at(k).others); },
+        [&](std::size_t k) { return others_at(k).count; }, [&](std::size_t k) { return first_value[k]; },
+        [&](int k) { return others_at(static_cast<std::size_t>(k)).from; }, incoming);
     call.report.decompress_s += seconds_since(start);
     const auto reduce_start = clock::now();
-    for (std::size_t j = 0; j < which.size(); ++j) {
-      if (!decoded[j]) continue;
-      const stream_piece& p = piece_at(static_cast<int>(j));
-      space.combine(op::sum, target(p), std::span<const T>(incoming.subspan(first_value[j], p.count)), p.own);
+    for (std::size_t k = 0; k < with_others.size(); ++k) {
+      if (!decoded[k]) continue;
+      const stream_piece& p = others_at(k);
+      space.combine(op::sum, target(p), std::span<const T>(incoming.subspan(first_value[k], p.count)), p.own);
     }
     space.wait();
     call.report.reduce_s += seconds_since(reduce_start);
