@@ -235,7 +235,7 @@ class Staging {
   std::span<std::byte> add(const C& codec, std::span<const std::byte> a, std::span<const std::byte> b, std::span<std::byte> out,
                            std::size_t count) {
     if constexpr (device_addable<C>) {
-      const std::size_t b_at = (a.size() + 255) / 256 * 256;
+      const std::size_t b_at = detail::aligned(a.size());  // b starts on 256 bytes, as the add reads it
       const std::span<std::byte> in = area(staging_area::device_in, b_at + b.size());
       copy(in.first(a.size()), a);
       copy(in.subspan(b_at, b.size()), b);

@@ -174,8 +174,8 @@ void check_incoming(call_context& call, std::span<const std::byte> stream, std::
 /// One hop of a homomorphic reduction: every piece of the send range goes out as a stream (hop headers
 /// and bytes as reduction.hpp's pipelined_hop sends them), every piece of the receive range is added to
 /// the one held (or replaces it); what was sent changes only after its send has completed. The streams
-/// and their sums are on the host; `pieces` (host_piece_work, or a staging space's) compresses the own
-/// values a hop sends, where they are.
+/// and their sums are on the host; `pieces_work` (host_piece_work, or a staging space's) compresses the
+/// own values a hop sends where they are, and adds the streams.
 ///
 /// A stream that replaces the one held holds every contribution: it is the piece's result, decoded into
 /// `result` (the call's output, value 0 at its start; empty on a rank that keeps no result, or that

@@ -49,10 +49,11 @@ std::span<T> values_in(std::span<std::byte> area, std::size_t values) {
   return {reinterpret_cast<T*>(area.data()), values};
 }
 
-/// The counts of segments [run.first, run.first + run.count).
-inline std::vector<std::size_t> segment_counts(const std::vector<hop_segment>& segments, const batch_run& run) {
+/// The counts of streams [run.first, run.first + run.count), stream k holding count_of(k) values.
+template <class CountOf>
+std::vector<std::size_t> run_counts(const batch_run& run, CountOf count_of) {
   std::vector<std::size_t> counts;
-  for (int k = run.first; k < run.first + run.count; ++k) counts.push_back(segments[static_cast<std::size_t>(k)].count);
+  for (int k = run.first; k < run.first + run.count; ++k) counts.push_back(count_of(static_cast<std::size_t>(k)));
   return counts;
 }
 
@@ -66,7 +67,7 @@ void send_staged_segments(call_context& call, Space& space, const Codec& hops, i
   const auto start = clock::now();
   std::vector<batch_run> runs =
       batch_runs(static_cast<int>(out.size()), space.max_batch_streams(), [](int) { return true; }, [](int) { return true; });
-  const auto counts_of = [&](const batch_run& run) { return segment_counts(out, run); };
+  const auto counts_of = [&](const batch_run& run) { return run_counts(run, [&](std::size_t k) { return out[k].count; }); };
   const compressed_batches batches = compress_batches<T>(
       call, hops, space, runs,
       [&](const batch_run& run) { return work.subspan(out[static_cast<std::size_t>(run.first)].lo, run_values(counts_of(run))); },
@@ -126,11 +127,7 @@ std::vector<char> decode_in_space(call_context& call, Space& space, const Codec&
   }
   std::vector<batch_run> runs = batch_runs(static_cast<int>(streams), space.max_batch_streams(),
                                            [&](int k) { return decoded[static_cast<std::size_t>(k)] != 0; }, [](int) { return true; });
-  const auto counts_of = [&](const batch_run& run) {
-    std::vector<std::size_t> counts;
-    for (int k = run.first; k < run.first + run.count; ++k) counts.push_back(count_of(static_cast<std::size_t>(k)));
-    return counts;
-  };
+  const auto counts_of = [&](const batch_run& run) { return run_counts(run, count_of); };
   const std::vector<char> faulted = decompress_batches<T>(
       call, hops, space, runs, device_in, offsets, sizes,
       [&](const batch_run& run) { return incoming.subspan(first_of(static_cast<std::size_t>(run.first)), run_values(counts_of(run))); },
@@ -317,9 +314,7 @@ struct staged_piece_work {
     std::vector<batch_run> runs = batch_runs(static_cast<int>(todo.size()), space.max_batch_streams(), [](int) { return true; },
                                              [&](int j) { return piece_at(j - 1).lo + piece_at(j - 1).count == piece_at(j).lo; });
     const auto counts_of = [&](const batch_run& run) {
-      std::vector<std::size_t> counts;
-      for (int j = run.first; j < run.first + run.count; ++j) counts.push_back(piece_at(j).count);
-      return counts;
+      return run_counts(run, [&](std::size_t j) { return piece_at(static_cast<int>(j)).count; });
     };
     const compressed_batches batches = compress_batches<T>(
         call, hops, space, runs, [&](const batch_run& run) { return values.subspan(piece_at(run.first).lo, run_values(counts_of(run))); },
