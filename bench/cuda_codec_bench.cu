@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -16,6 +17,7 @@
 #include "zcoll/codec/cast.cuh"
 #include "zcoll/codec/pipeline.cuh"
 #include "zcoll/codec/rowwise.cuh"
+#include "zcoll/codec/topk.cuh"
 #include "zcoll/codec/presets.hpp"
 #include "zcoll/codec/registry.hpp"
 
@@ -64,30 +66,72 @@ device_buffer to_device(std::span<const T> values) {
   return d;
 }
 
+/// The device calls of a codec with a batch driver (pipelines, row-wise, casts), one stream.
 template <class Codec, class T>
-cuda_codec_result<T> measure_codec(const zcoll::codec_config& config, std::span<const T> values, unsigned repeat) {
-  const Codec codec(config);
-  const std::size_t counts[] = {values.size()};
+struct batched_calls {
+  batched_calls(const zcoll::codec_config& config, std::size_t count)
+      : codec(config), counts{count}, workspace(zcoll::cuda::compress_workspace_bytes(codec, counts)) {}
+  std::size_t max_compressed_size() const { return zcoll::batch_max_compressed_size<T>(codec, counts); }
+  void compress(const zcoll::exec::Cuda& exec, std::span<const T> values, std::span<std::byte> out) {
+    zcoll::compress(exec, codec, values, out, workspace.span());
+  }
+  std::uint64_t* compressed_size() { return zcoll::cuda::results_of(workspace.span(), 1).total_bytes; }
+  void prepare_decompress(std::size_t /*stream_bytes*/) {}
+  void decompress(const zcoll::exec::Cuda& exec, std::span<const std::byte> in, std::span<T> values) {
+    zcoll::decompress(exec, codec, in, values, workspace.span());
+  }
+  void check_decoded(const zcoll::exec::Cuda& exec) { zcoll::cuda::check_decoded(exec, workspace.span(), 1); }
+
+  Codec codec;
+  std::size_t counts[1];
+  device_buffer workspace;
+};
+
+/// TopK's device calls: a workspace of its own each way (compression's holds tau; decompression's is
+/// sized by the stream), the exact threshold computed on every call (a fresh schedule each time, as the
+/// host row's life span of 1).
+template <class T>
+struct topk_calls {
+  topk_calls(const zcoll::codec_config& config, std::size_t count)
+      : codec(config), count(count), workspace(zcoll::cuda::compress_workspace_bytes(codec, count)) {}
+  std::size_t max_compressed_size() const { return zcoll::TopK::max_compressed_size<T>(count); }
+  void compress(const zcoll::exec::Cuda& exec, std::span<const T> values, std::span<std::byte> out) {
+    zcoll::compress(exec, codec, values, out, workspace.span());
+  }
+  std::uint64_t* compressed_size() { return zcoll::cuda::results_of(workspace.span(), 1).total_bytes; }
+  void prepare_decompress(std::size_t stream_bytes) {
+    decode_workspace.emplace(zcoll::cuda::decompress_workspace_bytes(codec, count, stream_bytes));
+  }
+  void decompress(const zcoll::exec::Cuda& exec, std::span<const std::byte> in, std::span<T> values) {
+    zcoll::decompress(exec, codec, in, values, decode_workspace->span());
+  }
+  void check_decoded(const zcoll::exec::Cuda& exec) { zcoll::cuda::check_decoded(exec, decode_workspace->span(), 1); }
+
+  zcoll::TopK codec;
+  std::size_t count;
+  device_buffer workspace;
+  std::optional<device_buffer> decode_workspace;
+};
+
+template <class Calls, class T>
+cuda_codec_result<T> measure_calls(Calls&& calls, std::span<const T> values, unsigned repeat) {
   const zcoll::exec::Cuda exec{};
   const auto d_values = to_device(values);
-  device_buffer d_stream(zcoll::batch_max_compressed_size<T>(codec, counts));
-  device_buffer workspace(zcoll::cuda::compress_workspace_bytes(codec, counts));
+  device_buffer d_stream(calls.max_compressed_size());
   device_buffer d_restored(values.size_bytes());
+  const std::span<const T> d(reinterpret_cast<const T*>(d_values.data()), values.size());
+  const std::span<T> restored(reinterpret_cast<T*>(d_restored.data()), values.size());
   event_timer timer;
   cuda_codec_result<T> result;
-  result.compress_s = timer.median_seconds(exec.stream, repeat, [&] {
-    zcoll::compress(exec, codec, std::span<const T>(reinterpret_cast<const T*>(d_values.data()), values.size()),
-                    d_stream.span(), workspace.span());
-  });
+  result.compress_s = timer.median_seconds(exec.stream, repeat, [&] { calls.compress(exec, d, d_stream.span()); });
   std::uint64_t bytes = 0;
-  check_call(cudaMemcpy(&bytes, zcoll::cuda::results_of(workspace.span(), 1).total_bytes, 8, cudaMemcpyDeviceToHost),
-             "reading the compressed size");
+  check_call(cudaMemcpy(&bytes, calls.compressed_size(), 8, cudaMemcpyDeviceToHost), "reading the compressed size");
   result.compressed_bytes = static_cast<std::size_t>(bytes);
+  calls.prepare_decompress(result.compressed_bytes);
   result.decompress_s = timer.median_seconds(exec.stream, repeat, [&] {
-    zcoll::decompress(exec, codec, std::span<const std::byte>(d_stream.span().first(bytes)),
-                      std::span<T>(reinterpret_cast<T*>(d_restored.data()), values.size()), workspace.span());
+    calls.decompress(exec, std::span<const std::byte>(d_stream.span().first(bytes)), restored);
   });
-  zcoll::cuda::check_decoded(exec, workspace.span(), 1);
+  calls.check_decoded(exec);
   result.restored.resize(values.size());
   check_call(cudaMemcpy(result.restored.data(), d_restored.data(), values.size_bytes(), cudaMemcpyDeviceToHost), "cudaMemcpy");
   std::byte prefix[zcoll::stream_header_size_bytes];
@@ -139,6 +183,15 @@ cuda_batch_result measure_codec_batch(const zcoll::codec_config& config, std::sp
   return result;
 }
 
+template <class Codec, class T>
+cuda_codec_result<T> measure_codec(const zcoll::codec_config& config, std::span<const T> values, unsigned repeat) {
+  if constexpr (std::is_same_v<Codec, zcoll::TopK>) {
+    return measure_calls(topk_calls<T>(config, values.size()), values, repeat);
+  } else {
+    return measure_calls(batched_calls<Codec, T>(config, values.size()), values, repeat);
+  }
+}
+
 /// x += y, element by element: the add of decompress-add-compress.
 template <class T>
 __global__ void add_values(T* x, const T* y, std::size_t n) {
@@ -187,7 +240,7 @@ cuda_add_result measure_codec_add(const zcoll::codec_config& config, std::span<c
 }
 
 /// The registered codecs marked for the device (zcoll/codec/registry.hpp): FZLight, the row-wise
-/// quantizers and the casts. The other pipelines the CUDA driver takes (linear-bitshuffle, lorenzo-raw)
+/// quantizers, the casts and TopK. The other pipelines the CUDA driver takes (linear-bitshuffle, lorenzo-raw)
 /// are not: each costs this file 16 kernels of nvcc time (2 types x 4 team sizes x 2 directions), and they
 /// differ from FZLight in the per-block math alone, which the host benchmark measures.
 std::vector<std::string> device_codec_names() {
@@ -239,7 +292,13 @@ cuda_codec_result<T> cuda_measure(const std::string& codec, const zcoll::codec_c
 template <class T>
 cuda_batch_result cuda_measure_batch(const std::string& codec, const zcoll::codec_config& config,
                                      std::span<const T> values, std::size_t blocks, unsigned repeat) {
-  return with_codec(codec, [&]<class Codec>() { return measure_codec_batch<Codec, T>(config, values, blocks, repeat); });
+  return with_codec(codec, [&]<class Codec>() -> cuda_batch_result {
+    if constexpr (std::is_same_v<Codec, zcoll::TopK>) {
+      throw std::invalid_argument("--blocks: topk has no batch driver on the device (one tensor a call)");
+    } else {
+      return measure_codec_batch<Codec, T>(config, values, blocks, repeat);
+    }
+  });
 }
 
 template <class T>

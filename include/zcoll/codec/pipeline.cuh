@@ -38,6 +38,7 @@
 
 #include "zcoll/codec/compress.hpp"
 #include "zcoll/codec/detail/pipeline_tile.hpp"
+#include "zcoll/codec/detail/topk_tile.hpp"  // the TopK driver's index faults, which describe() words
 #include "zcoll/codec/pipeline.hpp"
 #include "zcoll/core/checked_size.hpp"
 #include "zcoll/core/error.hpp"
@@ -331,6 +332,8 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
     case code::unrepresentable_row:
       return "stream " + std::to_string(f.stream) + ", row " + std::to_string(f.detail) + " cannot be held by the fused row-wise layout: " +
              quantize::detail::to_string(static_cast<quantize::detail::row_fault>(f.chunk));
+    case code::bad_sparse_index:
+      return "stream " + std::to_string(f.stream) + ": topk " + zcoll::detail::to_string(static_cast<zcoll::detail::topk_index_fault>(f.detail));
     case code::wrong_row_bound: return "stream " + std::to_string(f.stream) + ": the header's error bound is not the rows' largest bound";
     case code::streams_differ:
       return std::string("add: the streams differ in ") +

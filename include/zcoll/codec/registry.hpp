@@ -50,7 +50,7 @@ enum class collective_use : std::uint8_t {
 struct codec_traits {
   codec_input input = codec_input::values;
   collective_use collective = collective_use::none;
-  bool device = false;  ///< a CUDA driver (codec/pipeline.cuh, rowwise.cuh, cast.cuh) runs it in the CUDA benchmark
+  bool device = false;  ///< a CUDA driver (codec/pipeline.cuh, rowwise.cuh, cast.cuh, topk.cuh) runs it in the CUDA benchmark
 };
 
 /// A string literal as a template argument: the registered name.
@@ -105,7 +105,7 @@ using codec_registry = codec_list<
     registered_codec<HighRatio<3>, "highratio-3d">,
     registered_codec<LorenzoHuffman<2>, "lorenzo2d-huffman">,
     registered_codec<LorenzoHuffman<3>, "lorenzo3d-huffman">,
-    registered_codec<TopK, "topk">,
+    registered_codec<TopK, "topk", registry_traits::device>,
     registered_codec<FP16, "fp16", registry_traits::device>,
     registered_codec<BF16, "bf16", registry_traits::device>,
     registered_codec<FP8E4M3, "fp8-e4m3", registry_traits::device>,

@@ -55,6 +55,7 @@
 
 #include "zcoll/core/bits.hpp"
 #include "zcoll/core/checked_size.hpp"
+#include "zcoll/core/config.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/codec/codec_id.hpp"
 #include "zcoll/codec/compress_to_vector.hpp"
@@ -113,7 +114,7 @@ constexpr std::size_t varint_size_bytes(std::uint64_t v) {
   return bytes;
 }
 
-inline std::byte* put_varint(std::byte* p, std::uint64_t v) {
+ZCOLL_HOST_DEVICE inline std::byte* put_varint(std::byte* p, std::uint64_t v) {
   for (; v >= 0x80; v >>= 7) *p++ = static_cast<std::byte>((v & 0x7F) | 0x80);
   *p++ = static_cast<std::byte>(v);
   return p;

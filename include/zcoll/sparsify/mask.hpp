@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "zcoll/core/bits.hpp"
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/exec.hpp"
 #include "zcoll/core/value_type.hpp"
@@ -42,7 +43,7 @@ inline constexpr std::size_t mask_word_values = 32;
 
 /// Mask bits of elements [32 w, 32 w + 32) ∩ [0, count): whole words are one 4-byte load, the last
 /// partial word only reads the bytes the mask has.
-inline std::uint32_t load_mask_word(const std::byte* mask, std::size_t word, std::size_t count) {
+ZCOLL_HOST_DEVICE inline std::uint32_t load_mask_word(const std::byte* mask, std::size_t word, std::size_t count) {
   const std::size_t first_byte = word * 4;
   const std::size_t bytes = std::min<std::size_t>(4, mask_size_bytes(count) - first_byte);
   std::uint32_t w = 0;
@@ -51,7 +52,7 @@ inline std::uint32_t load_mask_word(const std::byte* mask, std::size_t word, std
 }
 
 /// Stores the bits of elements [32 w, min(32 w + 32, count)) of a mask.
-inline void store_mask_word(std::byte* mask, std::size_t word, std::size_t count, std::uint32_t w) {
+ZCOLL_HOST_DEVICE inline void store_mask_word(std::byte* mask, std::size_t word, std::size_t count, std::uint32_t w) {
   const std::size_t first_byte = word * 4;
   const std::size_t bytes = std::min<std::size_t>(4, mask_size_bytes(count) - first_byte);
   std::memcpy(mask + first_byte, &w, bytes);

@@ -29,6 +29,7 @@ enum class decode_fault_code : std::uint32_t {
   bad_row,             // row-wise: a row's scale, bias or padding bits (detail: the row; chunk: stored_row_fault)
   wrong_row_bound,     // row-wise: the header's bound is not the rows' largest bound
   unrepresentable_row, // row-wise compression, an input fault: a row the layout cannot hold (detail: the row; chunk: row_fault)
+  bad_sparse_index,    // TopK: the form, kept count or index section (detail: topk_index_fault, codec/detail/topk_tile.hpp)
 };
 
 /// What a streams_differ fault's detail names.
