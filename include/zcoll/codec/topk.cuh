@@ -85,11 +85,12 @@ namespace detail {
 namespace zd = zcoll::detail;
 
 inline constexpr unsigned topk_threads = 256;
+inline constexpr unsigned topk_classify_threads = 128;
 /// Bins each thread of the choosing block takes: 256 threads cover the 2048 bins of a digit.
 inline constexpr unsigned topk_bins_per_thread = zd::topk_histogram_bins / topk_threads;
 
-inline unsigned topk_blocks(std::uint64_t items) {
-  return static_cast<unsigned>(std::clamp<std::uint64_t>((items + topk_threads - 1) / topk_threads, 1, 65535u * 32));
+inline unsigned topk_blocks(std::uint64_t items, unsigned threads = topk_threads) {
+  return static_cast<unsigned>(std::clamp<std::uint64_t>((items + threads - 1) / threads, 1, 65535u * 32));
 }
 
 /// Bytes CUB's scans over `items` u64 words need (sum, max and saturating sum; the largest).
@@ -125,7 +126,7 @@ struct topk_compress_layout {
   }
 };
 
-/// Decompression's workspace: the prefix, the plan, a word per 32 values (bitmap) and two per 32 index
+/// Decompression's workspace: the prefix, the plan, a word per 32 values (bitmap) and two per 8 index
 /// bytes (gaps), CUB's scratch.
 struct topk_decompress_layout {
   std::size_t plan_at, selected_at, ends_at, advance_at, scratch_at, scratch_bytes, bytes;
@@ -141,7 +142,7 @@ struct topk_decompress_layout {
     bytes = scratch_at + aligned(scratch_bytes);
   }
 
-  /// Words of 32 index bytes a stream of `stream_bytes` may have (its index is at most what follows the
+  /// Words of 8 index bytes a stream of `stream_bytes` may have (its index is at most what follows the
   /// kept count).
   static std::uint64_t topk_index_words(std::uint64_t stream_bytes) {
     const std::uint64_t index = stream_bytes > zd::topk::values_offset ? stream_bytes - zd::topk::values_offset : 0;
@@ -205,38 +206,69 @@ __global__ void __launch_bounds__(topk_threads) topk_choose(const unsigned long 
   }
 }
 
+/// The threshold pass: a block stages 128 words (4096 values) in shared memory, read coalesced, then
+/// each thread classifies its word there. (A thread reading its 32 values from x directly made a warp
+/// touch 32 cache lines a load; measured on an H100, that kernel alone took 340 us of a 64 MB call.)
+/// The staged words are 33 values apart, so the threads of a warp read distinct banks.
 template <floating_value T>
-__global__ void __launch_bounds__(topk_threads) topk_classify(const T* x, std::uint64_t n, zd::topk_record* record,
-                                                              std::uint32_t* masks, std::uint64_t* kept,
-                                                              std::uint64_t* last) {
-  using reduce = cub::BlockReduce<unsigned long long, topk_threads>;
+__global__ void __launch_bounds__(topk_classify_threads) topk_classify(const T* x, std::uint64_t n, zd::topk_record* record,
+                                                                       std::uint32_t* masks, std::uint64_t* kept,
+                                                                       std::uint64_t* last) {
+  using reduce = cub::BlockReduce<unsigned long long, topk_classify_threads>;
   __shared__ typename reduce::TempStorage storage;
+  constexpr unsigned stride = zd::topk_word_values + 1;
+  __shared__ T staged[topk_classify_threads * stride];
   const std::uint64_t words = zd::topk_words(n);
   const auto floor = sparsify::kept_key_floor(sparsify::magnitude_of_key<T>(static_cast<bits_of<T>>(record->threshold_key)));
   unsigned long long dropped = 0;
-  for (std::uint64_t base = std::uint64_t{blockIdx.x} * topk_threads; base < words; base += std::uint64_t{gridDim.x} * topk_threads) {
+  for (std::uint64_t base = std::uint64_t{blockIdx.x} * topk_classify_threads; base < words;
+       base += std::uint64_t{gridDim.x} * topk_classify_threads) {
+    const std::uint64_t first = base * zd::topk_word_values;
+    const std::uint64_t tile = n - first < topk_classify_threads * zd::topk_word_values ? n - first
+                                                                                          : topk_classify_threads * zd::topk_word_values;
+    for (std::uint64_t i = threadIdx.x; i < tile; i += topk_classify_threads) {
+      staged[i + i / zd::topk_word_values] = x[first + i];
+    }
+    __syncthreads();
     const std::uint64_t w = base + threadIdx.x;
     if (w < words) {
-      const zd::topk_word word = zd::topk_classify_word(x, n, w, floor);
+      const zd::topk_word word = zd::topk_classify_word(staged + stride * threadIdx.x, zd::topk_lanes_of_word(n, w), w, floor);
       masks[w] = word.mask;
       kept[w] = word.kept;
       last[w] = word.last_plus_one;
       dropped = dropped > word.max_dropped_key ? dropped : word.max_dropped_key;
     }
+    __syncthreads();  // before the next tile is staged
   }
   const unsigned long long largest = reduce(storage).Reduce(dropped, ::cuda::maximum<>{});
   if (threadIdx.x == 0 && largest != 0) atomicMax(reinterpret_cast<unsigned long long*>(&record->max_dropped_key), largest);
 }
 
+/// Compaction: each thread copies its word's kept values and counts its gap bytes; then the block writes
+/// its tile's residual value by value (coalesced), after every kept value of the tile is copied.
 template <floating_value T>
 __global__ void __launch_bounds__(topk_threads) topk_scatter(const T* x, std::uint64_t n, const std::uint32_t* masks,
                                                              const std::uint64_t* kept, const std::uint64_t* last,
                                                              std::uint64_t* gaps, std::byte* out, T* residual) {
+  __shared__ std::uint32_t tile_masks[topk_threads];
   const std::uint64_t words = zd::topk_words(n);
-  for (std::uint64_t w = std::uint64_t{blockIdx.x} * topk_threads + threadIdx.x; w < words;
-       w += std::uint64_t{gridDim.x} * topk_threads) {
-    gaps[w] = zd::topk_scatter_word(x, n, w, masks[w], w == 0 ? 0 : kept[w - 1], w == 0 ? 0 : last[w - 1],
-                                    out + zd::topk::values_offset, residual);
+  for (std::uint64_t base = std::uint64_t{blockIdx.x} * topk_threads; base < words; base += std::uint64_t{gridDim.x} * topk_threads) {
+    const std::uint64_t w = base + threadIdx.x;
+    const std::uint32_t mask = w < words ? masks[w] : 0;
+    if (w < words) {
+      gaps[w] = zd::topk_scatter_word(x, w, mask, w == 0 ? 0 : kept[w - 1], w == 0 ? 0 : last[w - 1],
+                                      out + zd::topk::values_offset);
+    }
+    if (residual == nullptr) continue;  // the same for every thread of the block
+    tile_masks[threadIdx.x] = mask;
+    __syncthreads();
+    const std::uint64_t first = base * zd::topk_word_values;
+    const std::uint64_t tile = n - first < topk_threads * zd::topk_word_values ? n - first : topk_threads * zd::topk_word_values;
+    for (std::uint64_t i = threadIdx.x; i < tile; i += topk_threads) {
+      zd::topk_write_residual(x, first + i, ((tile_masks[i / zd::topk_word_values] >> (i % zd::topk_word_values)) & 1u) != 0,
+                              residual);
+    }
+    __syncthreads();  // before the next tile's masks
   }
 }
 
@@ -463,7 +495,8 @@ void compress(const exec::Cuda& exec, const TopK& codec, cuda::topk_schedule& sc
     }
   }
   if (words > 0) {
-    cd::topk_classify<T><<<cd::topk_blocks(words), cd::topk_threads, 0, exec.stream>>>(values.data(), n, record, masks, kept, last);
+    cd::topk_classify<T><<<cd::topk_blocks(words, cd::topk_classify_threads), cd::topk_classify_threads, 0, exec.stream>>>(
+        values.data(), n, record, masks, kept, last);
     check("compress(exec::Cuda, TopK): threshold kernel");
     cd::topk_scan(exec, scratch, kept, words, ::cuda::std::plus<>{}, "compress(exec::Cuda, TopK): scan of the kept counts");
     cd::topk_scan(exec, scratch, last, words, ::cuda::maximum<>{}, "compress(exec::Cuda, TopK): scan of the last indices");

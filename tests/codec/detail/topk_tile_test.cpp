@@ -81,7 +81,7 @@ device_compressed<T> compress_as_the_device(const zcoll::TopK& codec, std::span<
   std::vector<std::uint32_t> masks(words);
   std::vector<std::uint64_t> kept(words), last(words), gaps(words);
   for (std::uint64_t w = 0; w < words; ++w) {
-    const detail::topk_word word = detail::topk_classify_word(x.data(), n, w, floor);
+    const detail::topk_word word = detail::topk_classify_word(x.data() + w * 32, detail::topk_lanes_of_word(n, w), w, floor);
     masks[w] = word.mask;
     kept[w] = word.kept;
     last[w] = word.last_plus_one;
@@ -89,10 +89,13 @@ device_compressed<T> compress_as_the_device(const zcoll::TopK& codec, std::span<
   }
   std::inclusive_scan(kept.begin(), kept.end(), kept.begin());
   std::inclusive_scan(last.begin(), last.end(), last.begin(), [](std::uint64_t a, std::uint64_t b) { return std::max(a, b); });
-  // Words in reverse: the residual may be x itself, and no word may depend on another's residual.
-  for (std::uint64_t w = words; w-- > 0;) {
-    gaps[w] = detail::topk_scatter_word(x.data(), n, w, masks[w], w == 0 ? 0 : kept[w - 1], w == 0 ? 0 : last[w - 1],
-                                        result.stream.data() + detail::topk::values_offset, residual);
+  for (std::uint64_t w = 0; w < words; ++w) {
+    gaps[w] = detail::topk_scatter_word(x.data(), w, masks[w], w == 0 ? 0 : kept[w - 1], w == 0 ? 0 : last[w - 1],
+                                        result.stream.data() + detail::topk::values_offset);
+  }
+  // After every word's kept values are copied, as the kernel does (x may be the residual).
+  for (std::uint64_t i = 0; residual != nullptr && i < n; ++i) {
+    detail::topk_write_residual(x.data(), i, ((masks[i / 32] >> (i % 32)) & 1u) != 0, residual);
   }
   std::inclusive_scan(gaps.begin(), gaps.end(), gaps.begin());
   detail::topk_finish<T>(n, words == 0 ? 0 : kept.back(), words == 0 ? 0 : last.back(), words == 0 ? 0 : gaps.back(),
@@ -120,7 +123,7 @@ std::optional<std::vector<T>> decompress_as_the_device(std::span<const std::byte
   const std::byte* index = stream.data() + plan.index_at;
   std::vector<T> out(count, T(-7));  // what the device buffer held before
   const std::uint64_t words = detail::topk_words(count);
-  const std::uint64_t index_words = (plan.index_bytes + 31) / 32;
+  const std::uint64_t index_words = (plan.index_bytes + detail::topk_index_word_bytes - 1) / detail::topk_index_word_bytes;
   std::vector<std::uint64_t> selected(words, 0), ends(index_words, 0), advance(index_words, 0);
   const bool bitmap = plan.form == static_cast<std::uint32_t>(detail::topk::index_form::bitmap);
   if (bitmap) {

@@ -11,13 +11,14 @@
 /// 2. topk_classify_word: the word's keep mask, kept count and last kept index, its largest dropped key,
 ///    and the residual of error feedback;
 /// 3. inclusive scans over the words: kept counts (sum) and last kept index + 1 (max);
-/// 4. topk_scatter_word: the kept values to their place, and the bytes of the word's index gaps;
+/// 4. topk_scatter_word: the kept values to their place, and the bytes of the word's index gaps; then
+///    topk_write_residual for each value (x itself may be the residual);
 /// 5. an inclusive sum of the gap bytes; topk_finish (one thread): the form (gaps when smaller than the
 ///    bitmap, as the host decides), the header and the stream's size;
 /// 6. topk_index_word: the word's gap varints, or its bitmap bytes.
 ///
 /// Decompression: topk_plan_of (one thread) checks the header and locates the sections; then either the
-/// bitmap's words (popcounts, a scan, topk_bitmap_scatter_word) or the gap varints in words of 32 index
+/// bitmap's words (popcounts, a scan, topk_bitmap_scatter_word) or the gap varints in words of 8 index
 /// bytes (topk_gap_word_of counts the varints ending in the word and their advance, scans, then
 /// topk_gap_scatter_word places the values); topk_verify checks the totals between the two passes, so a
 /// stream that does not decode writes no value.
@@ -39,8 +40,9 @@
 namespace zcoll::detail {
 
 inline constexpr std::uint64_t topk_word_values = 32;
-/// Index bytes per word of the gap decoder.
-inline constexpr std::uint64_t topk_index_word_bytes = 32;
+/// Index bytes per word of the gap decoder: 8, so that a stream's few hundred KB of gaps still make
+/// tens of thousands of threads (32 left the H100's decoder waiting on a few thousand).
+inline constexpr std::uint64_t topk_index_word_bytes = 8;
 inline constexpr unsigned topk_digit_bits = 11;
 inline constexpr std::uint32_t topk_histogram_bins = 1u << topk_digit_bits;
 
@@ -87,16 +89,26 @@ struct topk_record {
 };
 
 /// Calls add(bin) for each of x[i], i = thread, thread + threads, ... < n, whose key shares the settled
-/// bits of `s` above digit d: the bin is its digit d.
+/// bits of `s` above digit d: the bin is its digit d. Four values are loaded before any is counted, so a
+/// GPU thread has four loads in flight (one at a time left an H100 at half its read bandwidth).
 template <floating_value T, class Add>
 ZCOLL_HOST_DEVICE void topk_histogram_part(const T* x, std::uint64_t n, unsigned d, const topk_select_state& s,
                                            std::uint64_t thread, std::uint64_t threads, Add add) {
+  constexpr unsigned in_flight = 4;
   const topk_digit digit = topk_digit_of<T>(d);
   const unsigned above = digit.shift + digit.width;  // at most 63: no shift by the key's whole width
   const std::uint64_t mask = (std::uint64_t{1} << digit.width) - 1;
-  for (std::uint64_t i = thread; i < n; i += threads) {
-    const std::uint64_t key = sparsify::threshold_rank_key(x[i]);
-    if ((key >> above) == (s.prefix >> above)) add(static_cast<std::uint32_t>((key >> digit.shift) & mask));
+  for (std::uint64_t i = thread; i < n; i += in_flight * threads) {
+    std::uint64_t keys[in_flight];
+    for (unsigned u = 0; u < in_flight; ++u) {
+      const std::uint64_t j = i + u * threads;
+      keys[u] = j < n ? sparsify::threshold_rank_key(x[j]) : ~std::uint64_t{0};  // past n: matches no prefix
+    }
+    for (unsigned u = 0; u < in_flight; ++u) {
+      if (i + u * threads < n && (keys[u] >> above) == (s.prefix >> above)) {
+        add(static_cast<std::uint32_t>((keys[u] >> digit.shift) & mask));
+      }
+    }
   }
 }
 
@@ -128,20 +140,20 @@ struct topk_word {
   std::uint64_t max_dropped_key;
 };
 
-/// Classifies word w of x[0, n) against the smallest kept key `floor` (sparsify::kept_key_floor).
+/// Classifies word w, whose `lanes` values (at most 32) are at `values` (the word in x, or a copy of it:
+/// the CUDA kernel stages its words in shared memory to read x coalesced), against the smallest kept key
+/// `floor` (sparsify::kept_key_floor).
 template <floating_value T>
-ZCOLL_HOST_DEVICE topk_word topk_classify_word(const T* x, std::uint64_t n, std::uint64_t w, bits_of<T> floor) {
+ZCOLL_HOST_DEVICE topk_word topk_classify_word(const T* values, std::uint64_t lanes, std::uint64_t w, bits_of<T> floor) {
   using bits = bits_of<T>;
-  const std::uint64_t first = w * topk_word_values;
-  const std::uint64_t lanes = n - first < topk_word_values ? n - first : topk_word_values;
   topk_word word{0, 0, 0, 0};
   for (std::uint64_t j = 0; j < lanes; ++j) {
     bits b;
-    std::memcpy(&b, x + first + j, sizeof b);
+    std::memcpy(&b, values + j, sizeof b);
     const bits key = b & sparsify::magnitude_bits<T>;
     if (key >= floor) {
       word.mask |= 1u << j;
-      word.last_plus_one = first + j + 1;
+      word.last_plus_one = w * topk_word_values + j + 1;
     } else if (key > word.max_dropped_key) {
       word.max_dropped_key = key;
     }
@@ -150,14 +162,18 @@ ZCOLL_HOST_DEVICE topk_word topk_classify_word(const T* x, std::uint64_t n, std:
   return word;
 }
 
-/// Copies word w's kept values to `values` + `before` (the kept entries of the words before it), then
-/// writes the word's residual (x where dropped, +0 where kept) when `residual` is not null — after the
-/// copy, so the residual may be x itself. Returns the bytes of the word's index gaps;
-/// `previous_plus_one` is the last kept index before the word + 1 (0 when none).
+/// Values in word w of n.
+ZCOLL_HOST_DEVICE constexpr std::uint64_t topk_lanes_of_word(std::uint64_t n, std::uint64_t w) {
+  const std::uint64_t first = w * topk_word_values;
+  return n - first < topk_word_values ? n - first : topk_word_values;
+}
+
+/// Copies word w's kept values to `values` + `before` (the kept entries of the words before it) and
+/// returns the bytes of their index gaps; `previous_plus_one` is the last kept index before the word + 1
+/// (0 when none).
 template <floating_value T>
-ZCOLL_HOST_DEVICE std::uint64_t topk_scatter_word(const T* x, std::uint64_t n, std::uint64_t w, std::uint32_t mask,
-                                                  std::uint64_t before, std::uint64_t previous_plus_one,
-                                                  std::byte* values, T* residual) {
+ZCOLL_HOST_DEVICE std::uint64_t topk_scatter_word(const T* x, std::uint64_t w, std::uint32_t mask, std::uint64_t before,
+                                                  std::uint64_t previous_plus_one, std::byte* values) {
   std::uint64_t gap_bytes = 0;
   for (std::uint32_t m = mask; m != 0; m &= m - 1) {
     const std::uint64_t index = w * topk_word_values + static_cast<std::uint64_t>(zcoll::countr_zero(m));
@@ -166,16 +182,17 @@ ZCOLL_HOST_DEVICE std::uint64_t topk_scatter_word(const T* x, std::uint64_t n, s
     gap_bytes += topk::varint_size_bytes(index - previous_plus_one);
     previous_plus_one = index + 1;
   }
-  if (residual != nullptr) {
-    const std::uint64_t first = w * topk_word_values;
-    const std::uint64_t lanes = n - first < topk_word_values ? n - first : topk_word_values;
-    for (std::uint64_t j = 0; j < lanes; ++j) {
-      bits_of<T> b = 0;  // bits, not values: a copy through a float register could flush a denormal
-      if (((mask >> j) & 1u) == 0) std::memcpy(&b, x + first + j, sizeof b);
-      std::memcpy(residual + first + j, &b, sizeof b);
-    }
-  }
   return gap_bytes;
+}
+
+/// Entry i's residual of error feedback, x - decoded: x where dropped, +0 where kept; written as bits (a
+/// copy through a float register could flush a denormal). Callers write it after the word's kept values
+/// are copied, so the residual may be x itself.
+template <floating_value T>
+ZCOLL_HOST_DEVICE void topk_write_residual(const T* x, std::uint64_t i, bool kept, T* residual) {
+  bits_of<T> b = 0;
+  if (!kept) std::memcpy(&b, x + i, sizeof b);
+  std::memcpy(residual + i, &b, sizeof b);
 }
 
 /// Decides the form as the host does (gaps only when kept + 1 < bitmap bytes and the gaps, their tail
@@ -333,7 +350,7 @@ struct topk_saturating_add {
   }
 };
 
-/// The gap varints ending in index bytes [32 v, 32 v + 32): how many, and the sum of gap + 1 over them.
+/// The gap varints ending in index bytes [8 v, 8 v + 8): how many, and the sum of gap + 1 over them.
 struct topk_gap_word {
   std::uint64_t ends;
   std::uint64_t advance;
