@@ -113,6 +113,48 @@ struct topk_calls {
   std::optional<device_buffer> decode_workspace;
 };
 
+/// A Huffman pipeline: the host driver encodes (one thread; the stream then crosses to the device, as in
+/// a staged collective), the CUDA driver decodes. Compression is timed the same way, between two events
+/// on the stream, so its row is the host's encoding plus the copy.
+template <class Codec, class T>
+struct host_encoded_calls {
+  host_encoded_calls(const zcoll::codec_config& config, std::span<const T> values)
+      : codec(config), values(values), counts{values.size()},
+        host_stream(codec.template max_compressed_size<T>(values.size())),
+        workspace(zcoll::cuda::decompress_workspace_bytes(codec, counts)), size_word(8) {}
+  std::size_t max_compressed_size() const { return host_stream.size(); }
+  void compress(const zcoll::exec::Cuda& exec, std::span<const T> /*device values: the host's copy is encoded*/,
+                std::span<std::byte> out) {
+    const std::uint64_t bytes = codec.compress(zcoll::exec::Host{}, values, std::span<std::byte>(host_stream)).size();
+    check_call(cudaMemcpyAsync(out.data(), host_stream.data(), bytes, cudaMemcpyHostToDevice, exec.stream), "cudaMemcpyAsync");
+    check_call(cudaMemcpyAsync(size_word.data(), &bytes, 8, cudaMemcpyHostToDevice, exec.stream), "cudaMemcpyAsync");
+    check_call(cudaStreamSynchronize(exec.stream), "cudaStreamSynchronize");  // `bytes` is a local
+  }
+  std::uint64_t* compressed_size() { return reinterpret_cast<std::uint64_t*>(size_word.data()); }
+  void prepare_decompress(std::size_t /*stream_bytes*/) {}
+  void decompress(const zcoll::exec::Cuda& exec, std::span<const std::byte> in, std::span<T> out) {
+    zcoll::decompress(exec, codec, in, out, workspace.span());
+  }
+  void check_decoded(const zcoll::exec::Cuda& exec) { zcoll::cuda::check_decoded(exec, workspace.span(), 1); }
+
+  Codec codec;
+  std::span<const T> values;
+  std::size_t counts[1];
+  std::vector<std::byte> host_stream;
+  device_buffer workspace, size_word;
+};
+
+template <class Codec>
+constexpr bool encoded_on_the_host() {
+  if constexpr (requires { typename Codec::encoder_type; }) {
+    return std::is_same_v<typename Codec::encoder_type, zcoll::encode::Huffman>;
+  } else {
+    return false;
+  }
+}
+template <class Codec>
+inline constexpr bool host_encoded = encoded_on_the_host<Codec>();
+
 template <class Calls, class T>
 cuda_codec_result<T> measure_calls(Calls&& calls, std::span<const T> values, unsigned repeat) {
   const zcoll::exec::Cuda exec{};
@@ -187,6 +229,8 @@ template <class Codec, class T>
 cuda_codec_result<T> measure_codec(const zcoll::codec_config& config, std::span<const T> values, unsigned repeat) {
   if constexpr (std::is_same_v<Codec, zcoll::TopK>) {
     return measure_calls(topk_calls<T>(config, values.size()), values, repeat);
+  } else if constexpr (host_encoded<Codec>) {
+    return measure_calls(host_encoded_calls<Codec, T>(config, values), values, repeat);
   } else {
     return measure_calls(batched_calls<Codec, T>(config, values.size()), values, repeat);
   }
@@ -240,13 +284,13 @@ cuda_add_result measure_codec_add(const zcoll::codec_config& config, std::span<c
 }
 
 /// The registered codecs marked for the device (zcoll/codec/registry.hpp): FZLight, the row-wise
-/// quantizers, the casts and TopK. The other pipelines the CUDA driver takes (linear-bitshuffle, lorenzo-raw)
+/// quantizers, the casts and TopK; and EmbeddingHuffman, decoded there (encoded on the host). The other pipelines the CUDA driver takes (linear-bitshuffle, lorenzo-raw)
 /// are not: each costs this file 16 kernels of nvcc time (2 types x 4 team sizes x 2 directions), and they
 /// differ from FZLight in the per-block math alone, which the host benchmark measures.
 std::vector<std::string> device_codec_names() {
   std::vector<std::string> names;
   zcoll::for_each_registered_codec([&]<class Entry>() {
-    if constexpr (Entry::traits.device) names.emplace_back(Entry::name);
+    if constexpr (Entry::traits.device || Entry::traits.device_decode) names.emplace_back(Entry::name);
   });
   return names;
 }
@@ -255,7 +299,7 @@ template <class Fn>
 auto with_codec(const std::string& name, Fn&& fn) {
   using result = decltype(fn.template operator()<zcoll::FZLight>());
   return zcoll::with_registered_codec(name, [&]<class Entry>() -> result {
-    if constexpr (Entry::traits.device) {
+    if constexpr (Entry::traits.device || Entry::traits.device_decode) {
       return fn.template operator()<typename Entry::type>();
     } else {
       std::string list;
@@ -295,6 +339,8 @@ cuda_batch_result cuda_measure_batch(const std::string& codec, const zcoll::code
   return with_codec(codec, [&]<class Codec>() -> cuda_batch_result {
     if constexpr (std::is_same_v<Codec, zcoll::TopK>) {
       throw std::invalid_argument("--blocks: topk has no batch driver on the device (one tensor a call)");
+    } else if constexpr (host_encoded<Codec>) {
+      throw std::invalid_argument("--blocks: " + codec + " is encoded on the host; the device only decodes it");
     } else {
       return measure_codec_batch<Codec, T>(config, values, blocks, repeat);
     }

@@ -170,7 +170,8 @@ reference rows (off by default; one thread, whatever --threads):
                         SZp) are left out, with a note.
 run:
   --device host|cuda    where the codecs run (default host). cuda: fzlight, int8/int4/int2, fp16, bf16,
-                        fp8-e4m3, fp8-e5m2, topk on the first GPU, data and buffers in device memory, GB/s
+                        fp8-e4m3, fp8-e5m2, topk, embedding-huffman (encoded on the host: its compression
+                        column is the host's one thread plus the copy) on the first GPU, data and buffers in device memory, GB/s
                         from CUDA events, beside a device-to-device cudaMemcpy of the same buffer;
                         needs a zcoll-bench built with CUDA
   --blocks N            with --device cuda: also cut the data into N blocks (an all-to-all's

@@ -9,12 +9,16 @@
 
 #include <cstring>
 #include <limits>
+#include <random>
 #include <utility>
 #include <vector>
 
+#include "support/device_batch.hpp"
 #include "support/device_bytes.hpp"
+#include "support/huffman_inputs.hpp"
 #include "support/test_support.hpp"
 #include "zcoll/codec/compress.hpp"
+#include "zcoll/codec/compress_to_vector.hpp"
 #include "zcoll/codec/pipeline.cuh"
 #include "zcoll/codec/presets.hpp"
 
@@ -139,4 +143,72 @@ TEST_CASE("CUDA FZLight: an all-to-all's blocks compress in one launch, packed a
     for (std::size_t i = 0; i < counts[s]; ++i) REQUIRE(zcoll_test::same_bits(host[i], decoded[first + i]));
     first += counts[s];
   }
+}
+
+namespace {
+
+/// Huffman pipelines on the device: host streams of every input in one batch decode in one launch (plus
+/// the model kernel) to the host decoder's values, bit for bit.
+template <class Codec, class T>
+void check_huffman_batch(const zcoll::codec_config& config) {
+  const Codec codec(config);
+  INFO(codec.name() << " on " << zcoll_test::type_name<T>() << ", chunk " << config.chunk_values);
+  const zcoll_test::batch_input<T> input(zcoll_test::huffman_inputs<T>());
+  const auto host = zcoll_test::host_batch(codec, input);
+  device_bytes workspace(zcoll::cuda::decompress_workspace_bytes(codec, std::span<const std::size_t>(input.counts)));
+  const auto decoded = zcoll_test::device_decoded(codec, host, input, workspace);
+  const auto expected = zcoll_test::host_decoded<T>(codec, host);
+  REQUIRE(decoded.size() == expected.size());
+  CHECK(std::memcmp(decoded.data(), expected.data(), decoded.size() * sizeof(T)) == 0);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("CUDA Huffman pipelines: host streams decode on the device to the host's values", "[cuda][pipeline][huffman]",
+                   float, double) {
+  zcoll_test::for_each_huffman_config([]<class Codec>(const zcoll::codec_config& config) { check_huffman_batch<Codec, TestType>(config); });
+}
+
+TEST_CASE("CUDA Huffman pipelines: damaged streams raise format_error when the host decoder refuses them",
+          "[cuda][pipeline][huffman][corruption]") {
+  const zcoll::EmbeddingHuffman codec({.error_bound = zcoll::absolute(1e-3), .chunk_values = 512, .fill_value = -999.0});
+  const auto x = zcoll_test::mixed_input<float>(4001, -999.0f);
+  const auto stream = zcoll::compress_to_vector(codec, std::span<const float>(x));
+  std::mt19937_64 rng(zcoll_test::seed);
+  const zcoll::exec::Cuda exec{};
+  const std::size_t counts[] = {x.size()};
+  device_bytes workspace(zcoll::cuda::decompress_workspace_bytes(codec, counts));
+  device_bytes d_values(x.size() * sizeof(float));
+  int refused = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    auto damaged = stream;
+    if (trial % 4 == 3) {
+      damaged.resize(rng() % stream.size());
+    } else {
+      damaged[rng() % std::min<std::size_t>(damaged.size(), 600)] ^= static_cast<std::byte>(1u << (rng() % 8));
+    }
+    zcoll::stream_header h;
+    if (zcoll::parse_stream_header(damaged.data(), damaged.size(), h) == zcoll::header_fault::none && h.chunk_values != 512) {
+      continue;  // the device decodes with the codec's chunk length; the host follows the header
+    }
+    const bool host_refuses = zcoll_test::host_refuses<float>(codec, damaged, x.size());
+    device_bytes d_in = device_bytes::from(std::span<const std::byte>(damaged));
+    zcoll::decompress(exec, codec, std::span<const std::byte>(d_in.span().data(), damaged.size()),
+                      std::span<float>(d_values.as<float>(), x.size()), workspace.span());
+    bool device_refuses = false;
+    try {
+      zcoll::cuda::check_decoded(exec, workspace.span(), 1);
+    } catch (const zcoll::format_error&) {
+      device_refuses = true;
+    }
+    INFO("trial " << trial);
+    REQUIRE(device_refuses == host_refuses);
+    if (!host_refuses) {
+      const auto host = codec.decompress<float>(std::span<const std::byte>(damaged));
+      const auto device = d_values.to_host<float>(x.size());
+      REQUIRE(std::memcmp(host.data(), device.data(), x.size() * sizeof(float)) == 0);
+    }
+    refused += device_refuses;
+  }
+  CHECK(refused > 50);
 }

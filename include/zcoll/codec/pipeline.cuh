@@ -75,6 +75,7 @@ class block_team {
       typename scan<zcoll::detail::kept_code>::TempStorage kept;
       typename scan<zcoll::detail::chunk_sizes>::TempStorage sizes;
       typename scan<std::uint32_t>::TempStorage words;
+      typename scan<zcoll::detail::huffman_share>::TempStorage shares;
       typename prefix_op::TempStorage prefix;
     } scans;
     std::uint8_t flags[Threads];
@@ -126,7 +127,10 @@ class block_team {
       return shared_.scans.kept;
     } else if constexpr (std::is_same_v<V, zcoll::detail::chunk_sizes>) {
       return shared_.scans.sizes;
+    } else if constexpr (std::is_same_v<V, zcoll::detail::huffman_share>) {
+      return shared_.scans.shares;
     } else {
+      static_assert(std::is_same_v<V, std::uint32_t>, "block_team: a scan of a type with no storage here");
       return shared_.scans.words;
     }
   }
@@ -207,6 +211,20 @@ __global__ void __launch_bounds__(Threads) decompress_tiles(zcoll::detail::decom
   } else {
     zcoll::detail::decompress_tile<Q, P, E>(team, job, blockIdx.x);
   }
+}
+
+/// Reads each stream's Huffman model into its decode table, a thread per stream (the host reader's
+/// checks; a model that does not read is the stream's fault, and its tiles then decode nothing).
+template <floating_value T>
+__global__ void read_models(zcoll::detail::decompress_job<T> job, zcoll::detail::huffman_device_model* models,
+                            zcoll::detail::decode_fault* fault) {
+  const std::uint32_t s = threadIdx.x;
+  if (s >= job.layout.streams) return;
+  std::uint8_t lengths[encode::detail::huffman_table_entries];
+  const zcoll::detail::decode_fault f =
+      zcoll::detail::read_huffman_device_model(job.in + job.stream_offset[s], job.stream_bytes[s], job.layout.chunks(s), s,
+                                               lengths, models[s]);
+  if (f.code != 0) report_fault(fault, f);
 }
 
 /// Runs `launch.template operator()<Threads>()` with the team size for chunks of `chunk_values`.
@@ -298,10 +316,14 @@ inline batch_results results_of(std::span<std::byte> workspace, std::size_t stre
   return {results, results + streams, results + 2 * streams};
 }
 
-/// Workspace (device bytes) decompress_batch needs for streams of `counts` values.
+/// Workspace (device bytes) decompress_batch needs for streams of `counts` values: compression's, and
+/// for a Huffman pipeline each stream's decode table after it.
 template <class Q, class P, class E>
 std::size_t decompress_workspace_bytes(const Pipeline<Q, P, E>& codec, std::span<const std::size_t> counts) {
-  return compress_workspace_bytes(codec, counts);
+  const auto layout = zcoll::detail::make_layout("decompress_workspace_bytes", counts, codec.config().chunk_values);
+  const std::size_t bytes = detail::workspace_layout(layout.tiles(), layout.streams).bytes;
+  if constexpr (encode::chunk_encoder<E>) return bytes + detail::aligned(counts.size() * sizeof(zcoll::detail::huffman_device_model));
+  return bytes;
 }
 
 /// Describes a decoding fault the way the host decoder's format_error does.
@@ -332,6 +354,10 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
     case code::unrepresentable_row:
       return "stream " + std::to_string(f.stream) + ", row " + std::to_string(f.detail) + " cannot be held by the fused row-wise layout: " +
              quantize::detail::to_string(static_cast<quantize::detail::row_fault>(f.chunk));
+    case code::bad_parameters:
+      return where + (f.detail == 0 ? std::string("parameter section does not fit the stream, or has bytes left after its model")
+                                    : encode::detail::huffman_model_fault_text(static_cast<encode::detail::huffman_model_fault>(f.detail),
+                                                                               encode::detail::huffman_parsed_model{}));
     case code::bad_sparse_index:
       return "stream " + std::to_string(f.stream) + ": topk " + zcoll::detail::to_string(static_cast<zcoll::detail::topk_index_fault>(f.detail));
     case code::wrong_row_bound: return "stream " + std::to_string(f.stream) + ": the header's error bound is not the rows' largest bound";
@@ -434,8 +460,9 @@ template <class Q, class P, class E, floating_value T>
 void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const std::byte> in,
                       std::span<const std::uint64_t> stream_offset, std::span<const std::uint64_t> stream_bytes,
                       std::span<T> values, std::span<const std::size_t> counts, std::span<std::byte> workspace) {
-  static_assert(encode::encoder<E> && detail::scan_predictor<P>,
-                "zcoll::decompress_batch(exec::Cuda, ...): the CUDA driver takes block encoders and the Lorenzo1D or None predictor");
+  static_assert((encode::encoder<E> || std::is_same_v<E, encode::Huffman>) && detail::scan_predictor<P>,
+                "zcoll::decompress_batch(exec::Cuda, ...): the CUDA driver takes block encoders or Huffman, the Lorenzo1D "
+                "or None predictor, and no lossless back end");
   namespace cd = cuda::detail;
   detail::decompress_job<T> job;
   job.layout = detail::make_layout("decompress_batch", counts, codec.config().chunk_values);
@@ -457,6 +484,13 @@ void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, st
   const unsigned reset_blocks = (job.layout.tiles() + cd::init_threads - 1) / cd::init_threads;
   cd::reset_batch<cd::tile_state><<<reset_blocks, cd::init_threads, 0, exec.stream>>>(tiles, static_cast<int>(job.layout.tiles()), nullptr, 0);
   cuda::check_call(cudaGetLastError(), "decompress_batch: reset kernel");
+  if constexpr (encode::chunk_encoder<E>) {
+    cd::check_workspace("decompress_batch", workspace, cuda::decompress_workspace_bytes(codec, counts));
+    auto* const models = reinterpret_cast<detail::huffman_device_model*>(workspace.data() + w.bytes);
+    cd::read_models<<<1, detail::max_batch_streams, 0, exec.stream>>>(job, models, fault);
+    cuda::check_call(cudaGetLastError(), "decompress_batch: model kernel");
+    job.models = models;
+  }
   cd::with_team_threads(codec.config().chunk_values, [&]<unsigned Threads>() {
     cd::decompress_tiles<Q, P, E, T, Threads><<<job.layout.tiles(), Threads, 0, exec.stream>>>(job, tiles, fault);
   });

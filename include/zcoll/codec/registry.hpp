@@ -51,6 +51,8 @@ struct codec_traits {
   codec_input input = codec_input::values;
   collective_use collective = collective_use::none;
   bool device = false;  ///< a CUDA driver (codec/pipeline.cuh, rowwise.cuh, cast.cuh, topk.cuh) runs it in the CUDA benchmark
+  /// The CUDA driver decodes it, the host encodes it (Huffman pipelines): the CUDA benchmark's row says so.
+  bool device_decode = false;
 };
 
 /// A string literal as a template argument: the registered name.
@@ -94,7 +96,7 @@ using codec_registry = codec_list<
     registered_codec<LinearBitShuffle, "linear-bitshuffle">,
     registered_codec<LorenzoRaw, "lorenzo-raw">,
     registered_codec<EmbeddingLZ, "embedding-lz", registry_traits::on_rows>,
-    registered_codec<EmbeddingHuffman, "embedding-huffman">,
+    registered_codec<EmbeddingHuffman, "embedding-huffman", codec_traits{.device_decode = true}>,
     registered_codec<EmbeddingHybrid, "embedding-hybrid",
                      codec_traits{.input = codec_input::rows, .collective = collective_use::alltoall}>,
     registered_codec<Int8, "int8", registry_traits::collective_on_rows_device>,

@@ -39,6 +39,8 @@ class byte_reader {
   }
 
   std::size_t offset() const { return offset_; }
+  /// The bytes not read yet, without reading them.
+  std::span<const std::byte> rest() const { return bytes_.subspan(offset_); }
   std::size_t remaining() const { return bytes_.size() - offset_; }
 
  private:

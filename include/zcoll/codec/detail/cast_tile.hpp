@@ -88,12 +88,8 @@ template <class Format, floating_value T>
 ZCOLL_HOST_DEVICE decode_fault cast_stream_fault(const std::byte* stream, std::uint64_t length, std::uint64_t count,
                                                  std::uint32_t s) {
   using storage = typename Format::storage;
-  decode_fault fault{0, s, 0, 0};
-  const auto fail = [&](decode_fault_code code, std::uint64_t detail) {
-    fault.code = static_cast<std::uint32_t>(code);
-    fault.detail = detail;
-    return fault;
-  };
+  const decode_fault fault{0, s, 0, 0};
+  const auto fail = [s](decode_fault_code code, std::uint64_t detail) { return stream_fault(s, code, detail); };
   stream_header h;
   if (length < stream_header_size_bytes) return fail(decode_fault_code::short_stream, length);
   const header_fault parsed = parse_stream_header(stream, length, h);

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "zcoll/core/config.hpp"
+
 namespace zcoll::detail {
 
 /// Why a device decoder refused a stream.
@@ -29,6 +31,7 @@ enum class decode_fault_code : std::uint32_t {
   bad_row,             // row-wise: a row's scale, bias or padding bits (detail: the row; chunk: stored_row_fault)
   wrong_row_bound,     // row-wise: the header's bound is not the rows' largest bound
   unrepresentable_row, // row-wise compression, an input fault: a row the layout cannot hold (detail: the row; chunk: row_fault)
+  bad_parameters,      // a pipeline's parameter section: does not fit, a model that does not parse (detail: the model fault), or bytes left
   bad_sparse_index,    // TopK: the form, kept count or index section (detail: topk_index_fault, codec/detail/topk_tile.hpp)
 };
 
@@ -42,5 +45,10 @@ struct decode_fault {
   std::uint64_t chunk = 0;
   std::uint64_t detail = 0;
 };
+
+/// Stream s's fault: what a device decoder's checks return.
+ZCOLL_HOST_DEVICE constexpr decode_fault stream_fault(std::uint32_t s, decode_fault_code code, std::uint64_t detail) {
+  return {static_cast<std::uint32_t>(code), s, 0, detail};
+}
 
 }  // namespace zcoll::detail

@@ -27,6 +27,7 @@
 #include "zcoll/codec/codec_id.hpp"
 #include "zcoll/codec/detail/decode_fault.hpp"
 #include "zcoll/codec/detail/exception_section.hpp"
+#include "zcoll/codec/detail/huffman_tile.hpp"
 #include "zcoll/codec/detail/stream_batch.hpp"
 #include "zcoll/codec/detail/pipeline_block.hpp"
 #include "zcoll/core/bits.hpp"
@@ -40,6 +41,8 @@
 #include "zcoll/core/value_type.hpp"
 #include "zcoll/predict/lorenzo.hpp"
 #include "zcoll/predict/none.hpp"
+#include "zcoll/encode/concepts.hpp"
+#include "zcoll/encode/huffman.hpp"
 
 namespace zcoll::detail {
 
@@ -417,6 +420,8 @@ struct decompress_job {
   T* values = nullptr;
   std::uint64_t stream_offset[max_batch_streams] = {};
   std::uint64_t stream_bytes[max_batch_streams] = {};
+  /// Per stream, its model read by read_huffman_device_model: Huffman pipelines only.
+  const huffman_device_model* models = nullptr;
 };
 
 /// The header fields a device decoder checks against what it was asked to decode; a header that does
@@ -452,6 +457,49 @@ ZCOLL_HOST_DEVICE block_walk walk_blocks(const std::byte* chunk, std::size_t siz
   return walk;
 }
 
+/// Step 2 of decompress_tile for blocks (a block encoder's, or a Huffman chunk's bit-plane fallback):
+/// thread 0 walks the chunk's blocks (each one's first byte gives its size) into the team's words, then
+/// each thread decodes its block into `residuals`; with `zero_padding`, the last block's lanes past the
+/// chunk must be zero residuals (the fallback pads so). With `staging` (room for the chunk's values)
+/// the team copies the chunk's bytes there first (a coded chunk is smaller than its values), so that the
+/// walk, a chain of dependent loads, and the decoders read shared memory. Returns whether the chunk's
+/// blocks decoded (the same on every thread); `coded_end` is where they end.
+template <class BlockEncoder, floating_value T, class Team, class Fail>
+ZCOLL_HOST_DEVICE bool decode_blocks(Team& team, const std::byte* chunk, std::size_t size, std::size_t n, std::size_t blocks,
+                                     T* staging, std::uint32_t chunk_values, std::uint32_t* residuals, std::size_t& coded_end,
+                                     const Fail& fail, bool zero_padding) {
+  const unsigned b = team.rank();
+  const std::byte* blocks_at = chunk;
+  if (staging != nullptr && size <= std::size_t{chunk_values} * sizeof(T)) {
+    auto* const staged_bytes = reinterpret_cast<std::byte*>(staging);
+    for (std::size_t i = b; i < size; i += team.size()) staged_bytes[i] = chunk[i];
+    team.sync();
+    blocks_at = staged_bytes;
+  }
+  std::uint32_t* const starts = team.words();
+  const unsigned status = team.size(), end_of_blocks = team.size() + 1;
+  if (b == 0) {
+    const block_walk walk = walk_blocks<BlockEncoder>(blocks_at, size, blocks, starts);
+    if (!walk.ok) fail(decode_fault_code::bad_block, walk.end);
+    starts[status] = walk.ok ? 1 : 0;
+    starts[end_of_blocks] = static_cast<std::uint32_t>(walk.end);
+  }
+  team.sync();
+  if (starts[status] == 0) return false;
+  coded_end = starts[end_of_blocks];
+  bool padded_with_zeros = true;
+  if (b < blocks) {
+    BlockEncoder::decode_checked_block(blocks_at + starts[b], residuals);
+    const std::size_t lanes = n - b * block_values < block_values ? n - b * block_values : block_values;
+    for (std::size_t j = lanes; zero_padding && j < block_values; ++j) padded_with_zeros &= residuals[j] == 0;
+    if (!padded_with_zeros) fail(decode_fault_code::bad_block, starts[b]);
+  }
+  if (!zero_padding) return true;
+  std::uint32_t failed = 0;
+  (void)team.exclusive_scan(padded_with_zeros ? 0u : 1u, add_words{}, 0u, failed);
+  return failed == 0;
+}
+
 /// Decompresses tile `t` of the job with the team; every thread of the team calls it. A fault is
 /// reported and leaves the tile's values unspecified; it never reads or writes outside the job's buffers.
 /// With `staging` (room for a chunk's values the team shares: a CUDA block's shared memory), each thread
@@ -483,13 +531,19 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
   if (header_check == decode_fault_code::none && n > 0) {
     std::memcpy(&size, stream + stream_header_size_bytes + 4 * std::size_t{c}, 4);
   }
-  const std::uint64_t prefix_bytes = stream_prefix_size_bytes(chunks);
+  std::uint64_t prefix_bytes = stream_prefix_size_bytes(chunks);
+  bool model_ready = true;  // the model kernel reports a model that did not read
+  if constexpr (encode::chunk_encoder<E>) {
+    model_ready = job.models[s].ready != 0;
+    prefix_bytes += model_ready ? job.models[s].section_bytes : 0;
+  }
   const placement earlier = team.tile_prefix(placement{size, size, c == 0 ? 1u : 0u}, 0);
   const std::uint64_t offset = prefix_bytes + (c == 0 ? 0 : earlier.in_stream);
   if (header_check != decode_fault_code::none) {
     if (team.rank() == 0 && c == 0) fail(header_check, static_cast<std::uint64_t>(parse_fault));
     return;
   }
+  if (!model_ready) return;
   if (c + 1 >= chunks && offset + size != length) {
     if (team.rank() == 0) fail(decode_fault_code::wrong_length, offset + size);
     return;
@@ -525,36 +579,39 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
     return;
   }
 
-  // 2. Where each block starts: its first byte gives its size, so one thread walks the chunk. With a
-  // staging buffer the team copies the chunk's bytes there first (it holds the chunk's values later,
-  // and a coded chunk is smaller than its values): the walk, a chain of dependent loads, and the
-  // decoders then read shared memory.
-  const std::byte* blocks_at = chunk;
-  if (staging != nullptr && size <= std::size_t{layout.chunk_values} * sizeof(T)) {
-    auto* const staged_bytes = reinterpret_cast<std::byte*>(staging);
-    for (std::size_t i = b; i < size; i += team.size()) staged_bytes[i] = chunk[i];
-    team.sync();
-    blocks_at = staged_bytes;
+  // 2. The blocks' residuals: a block encoder's blocks, found by a walk (their first bytes give their
+  // sizes); a Huffman chunk's streams, one thread each; or its bit-plane fallback's blocks.
+  std::uint32_t residuals[block_values] = {};
+  std::size_t coded_end = 0;  // where the exception section starts
+  bool decoded = false;
+  if constexpr (encode::chunk_encoder<E>) {
+    static_assert(std::is_same_v<E, encode::Huffman>, "the CUDA driver's chunk encoder is Huffman");
+    const huffman_device_model& model = job.models[s];
+    if (model.bitplane) {
+      decoded = decode_blocks<encode::BitShuffle>(team, chunk, size, n, blocks, staging, layout.chunk_values, residuals,
+                                                  coded_end, fail, true);
+    } else {
+      auto* const buffer = reinterpret_cast<std::uint32_t*>(staging != nullptr ? staging : values);
+      std::uint64_t detail = 0;
+      const huffman_share mine = decode_huffman_share(model, chunk, size, n, b, buffer, detail);
+      if (mine.failed != 0) fail(decode_fault_code::bad_block, detail);
+      huffman_share all{};
+      (void)team.exclusive_scan(mine, combine_huffman_shares{}, huffman_share{0, 0}, all);  // also the barrier
+      decoded = all.failed == 0;
+      coded_end = all.end;
+      // (The block sums' scan below starts with a barrier: every thread has its residuals before any
+      // writes values over the buffer.)
+      for (std::size_t j = 0; decoded && j < lanes; ++j) residuals[j] = buffer[b * block_values + j];
+    }
+  } else {
+    decoded = decode_blocks<E>(team, chunk, size, n, blocks, staging, layout.chunk_values, residuals, coded_end, fail, false);
   }
-  std::uint32_t* const starts = team.words();
-  const unsigned status = team.size(), end_of_blocks = team.size() + 1;
-  if (b == 0) {
-    const block_walk walk = walk_blocks<E>(blocks_at, size, blocks, starts);
-    if (!walk.ok) fail(decode_fault_code::bad_block, walk.end);
-    starts[status] = walk.ok ? 1 : 0;
-    starts[end_of_blocks] = static_cast<std::uint32_t>(walk.end);
-  }
-  team.sync();
-  if (starts[status] == 0) return;
+  if (!decoded) return;
 
   // 3. Residuals back to codes (the Lorenzo prefix sum runs on across blocks: a scan of block sums), and
   // codes to values.
-  std::uint32_t residuals[block_values] = {};
   std::uint32_t block_sum = 0;
-  if (lanes > 0) {
-    E::decode_checked_block(blocks_at + starts[b], residuals);
-    for (std::size_t j = 0; j < block_values; ++j) block_sum += residuals[j];
-  }
+  for (std::size_t j = 0; j < block_values; ++j) block_sum += residuals[j];
   std::uint32_t unused;
   // (The scan starts with a barrier: every block is decoded before any thread writes values over the
   // staged bytes below.)
@@ -562,16 +619,17 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
   if (lanes > 0) {
     auto state = predictor_state_after<P>(incoming);
     P::inverse(state, residuals);
-    T decoded[block_values];
-    quantizer.dequantize(residuals, decoded, lanes);
+    T decoded_values[block_values];
+    quantizer.dequantize(residuals, decoded_values, lanes);
     T* const out = (staging != nullptr ? staging : values) + b * block_values;
-    for (std::size_t j = 0; j < lanes; ++j) out[j] = decoded[j];
+    for (std::size_t j = 0; j < lanes; ++j) out[j] = decoded_values[j];
   }
   team.sync();  // the exception section overwrites values the blocks wrote
 
   // 4. The exception section, and nothing after it.
+  std::uint32_t* const status = team.words();
   if (b == 0) {
-    std::size_t at = starts[end_of_blocks];
+    std::size_t at = coded_end;
     bool fine = true;
     if (kind == chunk_kind::coded_with_exceptions) {
       const auto section = apply_exception_section(chunk + at, size - at, h.has_fill_value,
@@ -582,13 +640,13 @@ ZCOLL_HOST_DEVICE void decompress_tile(Team& team, const decompress_job<T>& job,
       at += section.bytes;
     }
     if (fine && at != size) fail(decode_fault_code::bytes_left, size - at);
-    starts[status] = fine && at == size ? 1 : 0;
+    status[0] = fine && at == size ? 1 : 0;
   }
   if (staging == nullptr) return;
 
   // 5. The staged chunk out, consecutive threads on consecutive values.
   team.sync();
-  if (starts[status] == 0) return;
+  if (status[0] == 0) return;
   for (std::size_t i = b; i < n; i += team.size()) values[i] = staging[i];
 }
 

@@ -288,12 +288,8 @@ struct topk_plan {
 template <floating_value T>
 ZCOLL_HOST_DEVICE decode_fault topk_plan_of(const std::byte* stream, std::uint64_t length, std::uint64_t count,
                                             topk_plan& plan) {
-  decode_fault fault{0, 0, 0, 0};
-  const auto fail = [&](decode_fault_code code, std::uint64_t detail) {
-    fault.code = static_cast<std::uint32_t>(code);
-    fault.detail = detail;
-    return fault;
-  };
+  const decode_fault fault{0, 0, 0, 0};
+  const auto fail = [](decode_fault_code code, std::uint64_t detail) { return stream_fault(0, code, detail); };
   const auto bad_index = [&](topk_index_fault f) { return fail(decode_fault_code::bad_sparse_index, static_cast<std::uint64_t>(f)); };
   stream_header h;
   const header_fault parsed = parse_stream_header(stream, length, h);

@@ -223,8 +223,8 @@ inline std::optional<std::size_t> huffman_encode_chunk(const huffman_tables& tab
 // Decoding
 
 /// The bytes of in[position, position + 8) that lie inside `in`, the rest read as zeros.
-[[gnu::noinline]] inline std::uint64_t huffman_load_near_end(const std::byte* in, std::size_t size,
-                                                             std::size_t position) {
+[[gnu::noinline]] ZCOLL_HOST_DEVICE inline std::uint64_t huffman_load_near_end(const std::byte* in, std::size_t size,
+                                                                               std::size_t position) {
   std::uint64_t word = 0;
   for (std::size_t k = 0; k < 8 && position + k < size; ++k) {
     word |= std::to_integer<std::uint64_t>(in[position + k]) << (8 * k);
@@ -243,11 +243,11 @@ inline std::optional<std::size_t> huffman_encode_chunk(const huffman_tables& tab
 /// registers.
 class huffman_bit_source {
  public:
-  huffman_bit_source() = default;
-  explicit huffman_bit_source(std::size_t position) : position_(position) {}
+  ZCOLL_HOST_DEVICE huffman_bit_source() {}
+  ZCOLL_HOST_DEVICE explicit huffman_bit_source(std::size_t position) : position_(position) {}
 
   /// Tops the buffer up to 56..63 bits.
-  ZCOLL_ALWAYS_INLINE void refill(std::span<const std::byte> in) {
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void refill(std::span<const std::byte> in) {
     const std::size_t bit_position = 8 * position_ + static_cast<std::size_t>(zcoll::countl_zero(buffer_));
     position_ = bit_position >> 3;
     const unsigned skip = bit_position & 7;
@@ -260,11 +260,11 @@ class huffman_bit_source {
     buffer_ = (word >> skip) | (sentinel >> skip);
   }
 
-  ZCOLL_ALWAYS_INLINE std::uint64_t peek() const { return buffer_; }
-  ZCOLL_ALWAYS_INLINE void consume(unsigned bits) { buffer_ >>= bits; }
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::uint64_t peek() const { return buffer_; }
+  ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void consume(unsigned bits) { buffer_ >>= bits; }
 
   /// Bits consumed since byte `begin`.
-  std::uint64_t consumed_bits(std::size_t begin) const {
+  ZCOLL_HOST_DEVICE std::uint64_t consumed_bits(std::size_t begin) const {
     return 8 * (position_ - begin) + static_cast<std::size_t>(zcoll::countl_zero(buffer_));
   }
 
@@ -276,7 +276,7 @@ class huffman_bit_source {
 
 /// The payload after an escape codeword. Refills first (the escape may end a group of four codewords
 /// that used 48 of the 56 bits) and after (the rest of the group needs up to 36 bits).
-ZCOLL_ALWAYS_INLINE std::uint32_t huffman_get_escape(std::span<const std::byte> in, huffman_bit_source& source) {
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::uint32_t huffman_get_escape(std::span<const std::byte> in, huffman_bit_source& source) {
   source.refill(in);
   const unsigned width = static_cast<unsigned>(source.peek() & 31) + 1;
   source.consume(huffman_escape_width_bits);
@@ -287,7 +287,7 @@ ZCOLL_ALWAYS_INLINE std::uint32_t huffman_get_escape(std::span<const std::byte> 
 }
 
 /// One residual: a single lookup of the next 12 bits gives its value and codeword length.
-ZCOLL_ALWAYS_INLINE std::uint32_t huffman_get_residual(const std::int32_t* ZCOLL_RESTRICT table,
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::uint32_t huffman_get_residual(const std::int32_t* ZCOLL_RESTRICT table,
                                                        std::span<const std::byte> in, huffman_bit_source& source) {
   const std::int32_t entry = table[source.peek() & (huffman_table_entries - 1)];
   source.consume(static_cast<unsigned>(entry) & 63u);
@@ -331,59 +331,113 @@ void huffman_decode_streams(const std::int32_t* ZCOLL_RESTRICT table, std::span<
   }(streams);
 }
 
+/// Decodes one stream of a chunk alone: `count` residuals from byte `begin` of `in`; returns the bits
+/// consumed. What a CUDA thread runs for its stream (the host decodes the four interleaved instead).
+ZCOLL_HOST_DEVICE inline std::uint64_t huffman_decode_one_stream(const std::int32_t* table, std::span<const std::byte> in,
+                                                                 std::size_t begin, std::uint32_t* residuals,
+                                                                 std::size_t count) {
+  huffman_bit_source source(begin);
+  std::size_t k = 0;
+  for (; k + 4 <= count; k += 4) {
+    source.refill(in);
+    for (std::size_t u = 0; u < 4; ++u) residuals[k + u] = huffman_get_residual(table, in, source);
+  }
+  for (; k < count; ++k) {
+    source.refill(in);
+    residuals[k] = huffman_get_residual(table, in, source);
+  }
+  return source.consumed_bits(begin);
+}
+
+/// Why a Huffman chunk does not decode (the detail the CUDA decoder reports).
+enum class huffman_chunk_fault : std::uint8_t {
+  none = 0,
+  short_table,      // shorter than its stream size table
+  stream_past_end,  // a stream's size runs past the chunk
+  stream_length,    // a stream's codewords do not end where its size says
+  padding,          // non-zero padding bits after a stream's codewords
+};
+
+/// Where a chunk of n residuals keeps its streams: begin[s], end[s] within `size` bytes.
+struct huffman_chunk_streams {
+  unsigned streams = 1;
+  std::size_t begin[4] = {};
+  std::size_t end[4] = {};
+};
+
+/// Locates the streams of a chunk of n residuals in `in` (host and device decoders alike).
+ZCOLL_HOST_DEVICE inline huffman_chunk_fault locate_huffman_streams(std::span<const std::byte> in, std::size_t n,
+                                                                    huffman_chunk_streams& where, unsigned& at_stream) {
+  where.streams = huffman_stream_count(n);
+  const std::size_t table_bytes = huffman_stream_table_bytes(where.streams);
+  if (in.size() < table_bytes) return huffman_chunk_fault::short_table;
+  std::size_t position = table_bytes;
+  for (unsigned s = 0; s < where.streams; ++s) {
+    at_stream = s;
+    where.begin[s] = position;
+    if (s + 1 < where.streams) {
+      std::uint16_t size;
+      std::memcpy(&size, in.data() + 2 * s, 2);
+      position += size;
+      if (position > in.size()) return huffman_chunk_fault::stream_past_end;
+    } else {
+      position = in.size();
+    }
+    where.end[s] = position;
+  }
+  return huffman_chunk_fault::none;
+}
+
+/// Checks that stream s, having consumed `consumed` bits, ends where its size says (the last within
+/// `in`), zero-padded.
+ZCOLL_HOST_DEVICE inline huffman_chunk_fault check_huffman_stream_end(std::span<const std::byte> in,
+                                                                      const huffman_chunk_streams& where, unsigned s,
+                                                                      std::uint64_t consumed) {
+  const std::uint64_t used = (consumed + 7) / 8;
+  const std::uint64_t size = where.end[s] - where.begin[s];
+  if (used > size || (s + 1 < where.streams && used != size)) return huffman_chunk_fault::stream_length;
+  if (const unsigned tail_bits = static_cast<unsigned>(consumed % 8); tail_bits != 0) {
+    if ((std::to_integer<unsigned>(in[where.begin[s] + used - 1]) >> tail_bits) != 0) return huffman_chunk_fault::padding;
+  }
+  return huffman_chunk_fault::none;
+}
+
 /// Reads a chunk from the front of `in` into `residuals`; returns the bytes read. Raises format_error
 /// on stream sizes that do not match the codewords, a truncated chunk or non-zero padding bits.
 inline std::size_t huffman_decode_chunk(const huffman_tables& tables, std::span<const std::byte> in,
                                         std::span<std::uint32_t> residuals) {
   const std::size_t n = residuals.size();
-  const unsigned streams = huffman_stream_count(n);
-  const std::size_t table_bytes = huffman_stream_table_bytes(streams);
-  if (in.size() < table_bytes) {
-    throw format_error("huffman: chunk of " + std::to_string(in.size()) + " bytes is shorter than its " +
-                       std::to_string(table_bytes) + "-byte stream size table");
-  }
-  std::size_t begin[4] = {}, end[4] = {};
-  std::size_t position = table_bytes;
-  for (unsigned s = 0; s < streams; ++s) {
-    begin[s] = position;
-    if (s + 1 < streams) {
-      std::uint16_t size;
-      std::memcpy(&size, in.data() + 2 * s, 2);
-      position += size;
-      if (position > in.size()) {
-        throw format_error("huffman: stream " + std::to_string(s) + " of " + std::to_string(size) +
-                           " bytes runs past the chunk's " + std::to_string(in.size()) + " bytes");
-      }
-    } else {
-      position = in.size();
-    }
-    end[s] = position;
+  huffman_chunk_streams where;
+  unsigned at = 0;
+  switch (locate_huffman_streams(in, n, where, at)) {
+    case huffman_chunk_fault::short_table:
+      throw format_error("huffman: chunk of " + std::to_string(in.size()) + " bytes is shorter than its " +
+                         std::to_string(huffman_stream_table_bytes(where.streams)) + "-byte stream size table");
+    case huffman_chunk_fault::stream_past_end:
+      throw format_error("huffman: stream " + std::to_string(at) + " of " + std::to_string(where.end[at] - where.begin[at]) +
+                         " bytes runs past the chunk's " + std::to_string(in.size()) + " bytes");
+    default: break;
   }
   huffman_bit_source sources[4];
-  for (unsigned s = 0; s < streams; ++s) sources[s] = huffman_bit_source(begin[s]);
-  if (streams == 1) {
+  for (unsigned s = 0; s < where.streams; ++s) sources[s] = huffman_bit_source(where.begin[s]);
+  if (where.streams == 1) {
     huffman_decode_streams<1>(tables.decode.data(), in, sources, residuals.data(), n);
   } else {
     huffman_decode_streams<4>(tables.decode.data(), in, sources, residuals.data(), n);
   }
-  // Each stream must end exactly at its size (the last within `in`), zero-padded.
-  for (unsigned s = 0; s < streams; ++s) {
-    const std::uint64_t consumed = sources[s].consumed_bits(begin[s]);
-    const std::uint64_t used = (consumed + 7) / 8;
-    const std::uint64_t size = end[s] - begin[s];
-    const bool last = s + 1 == streams;
-    if (used > size || (!last && used != size)) {
-      throw format_error("huffman: stream " + std::to_string(s) + " of " + std::to_string(size) +
-                         " bytes holds codewords of " + std::to_string(consumed) + " bits");
-    }
-    if (const unsigned tail_bits = static_cast<unsigned>(consumed % 8); tail_bits != 0) {
-      const unsigned last_byte = std::to_integer<unsigned>(in[begin[s] + used - 1]);
-      if ((last_byte >> tail_bits) != 0) {
+  for (unsigned s = 0; s < where.streams; ++s) {
+    const std::uint64_t consumed = sources[s].consumed_bits(where.begin[s]);
+    switch (check_huffman_stream_end(in, where, s, consumed)) {
+      case huffman_chunk_fault::stream_length:
+        throw format_error("huffman: stream " + std::to_string(s) + " of " + std::to_string(where.end[s] - where.begin[s]) +
+                           " bytes holds codewords of " + std::to_string(consumed) + " bits");
+      case huffman_chunk_fault::padding:
         throw format_error("huffman: stream " + std::to_string(s) + " has non-zero padding bits");
-      }
+      default: break;
     }
   }
-  return begin[streams - 1] + (sources[streams - 1].consumed_bits(begin[streams - 1]) + 7) / 8;
+  const unsigned last = where.streams - 1;
+  return where.begin[last] + (sources[last].consumed_bits(where.begin[last]) + 7) / 8;
 }
 
 }  // namespace zcoll::encode::detail

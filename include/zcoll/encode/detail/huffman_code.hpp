@@ -250,6 +250,26 @@ struct huffman_tables {
 inline constexpr std::int32_t huffman_decode_escape_below = -2047 * 64;
 inline constexpr unsigned huffman_decode_length_bits = 6;
 
+/// Fills the decode table (huffman_table_entries entries) of a complete code whose `symbols` lengths
+/// (n + 1: the direct symbols, then the escape) satisfy Kraft exactly; host and CUDA decoders alike. The
+/// codewords are canonical_codes_reversed's, computed in place.
+ZCOLL_HOST_DEVICE inline void fill_huffman_decode_table(const std::uint8_t* lengths, std::uint32_t symbols,
+                                                        std::int32_t* decode) {
+  std::uint32_t next_code[huffman_max_code_length + 2] = {};
+  std::uint32_t count_of_length[huffman_max_code_length + 1] = {};
+  for (std::uint32_t s = 0; s < symbols; ++s) ++count_of_length[lengths[s]];
+  count_of_length[0] = 0;
+  for (unsigned l = 1; l <= huffman_max_code_length; ++l) next_code[l] = (next_code[l - 1] + count_of_length[l - 1]) << 1;
+  for (std::uint32_t s = 0; s < symbols; ++s) {
+    const unsigned length = lengths[s];
+    if (length == 0) continue;
+    const std::uint32_t code = reverse_bits(next_code[length]++, length);
+    const std::int32_t residual = s + 1 == symbols ? -2048 : static_cast<std::int32_t>(unzigzag(s));
+    const std::int32_t decoded = residual * 64 + static_cast<std::int32_t>(length);
+    for (std::uint32_t i = code; i < huffman_table_entries; i += std::uint32_t{1} << length) decode[i] = decoded;
+  }
+}
+
 /// The tables of a complete code: `lengths` holds the n + 1 lengths, the escape's last, each at most
 /// huffman_max_code_length, with Kraft sum exactly 1 (the model reader checks both).
 inline huffman_tables make_huffman_tables(std::span<const std::uint8_t> lengths) {
@@ -262,16 +282,13 @@ inline huffman_tables make_huffman_tables(std::span<const std::uint8_t> lengths)
     const unsigned length = lengths[s];
     if (length == 0) continue;
     const std::uint32_t entry = (codes[s] << 5) | length;
-    const bool escape = s == t.escape_symbol;
-    if (escape) {
+    if (s == t.escape_symbol) {
       t.escape_entry = entry;
     } else {
       t.encode[s] = entry;
     }
-    const std::int32_t residual = escape ? -2048 : static_cast<std::int32_t>(unzigzag(s));
-    const std::int32_t decoded = residual * 64 + static_cast<std::int32_t>(length);
-    for (std::size_t i = codes[s]; i < huffman_table_entries; i += std::size_t{1} << length) t.decode[i] = decoded;
   }
+  fill_huffman_decode_table(lengths.data(), static_cast<std::uint32_t>(lengths.size()), t.decode.data());
   return t;
 }
 

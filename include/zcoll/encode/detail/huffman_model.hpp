@@ -12,6 +12,7 @@
 
 #include "zcoll/core/bit_io.hpp"
 #include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/encode/detail/huffman_code.hpp"
 #include "zcoll/encode/detail/huffman_statistics.hpp"
@@ -123,87 +124,166 @@ inline huffman_model make_huffman_model(const huffman_statistics& stats) {
   return m;
 }
 
-/// Pulls the bits of the code-length stream from a byte_reader, one byte at a time.
+/// Why a stored model does not parse (huffman_model_fault_text words it).
+enum class huffman_model_fault : std::uint8_t {
+  none = 0,
+  truncated,        // the model ends early
+  bad_coding,       // the coding byte is neither 0 nor 1
+  bad_alphabet,     // n not in 1..4095
+  run_width,        // a zero run's count field wider than 12 bits
+  run_past_escape,  // a zero run past the escape symbol
+  bad_length,       // a code length outside 1..12
+  padding,          // non-zero bits after the lengths
+  no_escape,        // the escape symbol has no codeword
+  incomplete,       // the lengths' Kraft sum is not 1
+};
+
+/// What parse_huffman_model found: the coding, n, the model's bytes, and where a fault was.
+struct huffman_parsed_model {
+  bool bitplane = false;
+  std::uint32_t n = 0;           ///< the escape symbol; lengths[0..n] were written
+  std::size_t bytes = 0;         ///< bytes the model takes
+  std::size_t symbol = 0;        ///< the symbol a length fault is at
+  std::uint64_t detail = 0;      ///< the field's value (coding, n, run width or length, Kraft sum)
+};
+
+/// The bits of the code-length stream, least significant first, from `size` bytes at `in`.
 class huffman_model_bits {
  public:
-  explicit huffman_model_bits(byte_reader& in) : in_(in) {}
+  ZCOLL_HOST_DEVICE huffman_model_bits(const std::byte* in, std::size_t size) : in_(in), size_(size) {}
 
-  std::uint32_t read(unsigned width) {
-    std::uint32_t value = 0;
+  /// The next `width` bits; false when the model ends first.
+  ZCOLL_HOST_DEVICE bool read(unsigned width, std::uint32_t& value) {
+    value = 0;
     for (unsigned b = 0; b < width; ++b) {
       if (available_ == 0) {
-        byte_ = in_.read<std::uint8_t>("huffman model code lengths");
+        if (used_ == size_) return false;
+        byte_ = std::to_integer<unsigned>(in_[used_++]);
         available_ = 8;
       }
       value |= static_cast<std::uint32_t>(byte_ & 1u) << b;
       byte_ >>= 1;
       --available_;
     }
-    return value;
+    return true;
   }
+  ZCOLL_HOST_DEVICE std::size_t used() const { return used_; }
   /// The padding bits of the last byte read are zero.
-  bool padding_is_zero() const { return byte_ == 0; }
+  ZCOLL_HOST_DEVICE bool padding_is_zero() const { return byte_ == 0; }
 
  private:
-  byte_reader& in_;
+  const std::byte* in_;
+  std::size_t size_;
+  std::size_t used_ = 0;
   unsigned byte_ = 0;
   unsigned available_ = 0;
 };
 
-/// Reads and validates the code lengths of symbols 0..n: each within 1..12 or unused, the escape used,
-/// and together a complete prefix code.
-inline std::vector<std::uint8_t> read_code_lengths(byte_reader& in, std::uint32_t n) {
+/// Parses and validates a model from the front of the `size` bytes at `in`, as the host reader and the
+/// CUDA decoder both do: under the Huffman coding the lengths of symbols 0..n go to `lengths` (room for
+/// huffman_table_entries), each within 1..12 or unused, the escape used, together a complete prefix code.
+ZCOLL_HOST_DEVICE inline huffman_model_fault parse_huffman_model(const std::byte* in, std::size_t size, std::uint8_t* lengths,
+                                                                 huffman_parsed_model& parsed) {
   using T = huffman_length_token;
-  huffman_model_bits bits(in);
-  std::vector<std::uint8_t> lengths(n + 1, 0);
+  if (size < 1) return huffman_model_fault::truncated;
+  const auto coding = std::to_integer<std::uint8_t>(in[0]);
+  parsed.detail = coding;
+  parsed.bytes = 1;
+  if (coding == static_cast<std::uint8_t>(huffman_coding::bitplane)) {
+    parsed.bitplane = true;
+    return huffman_model_fault::none;
+  }
+  if (coding != static_cast<std::uint8_t>(huffman_coding::huffman)) return huffman_model_fault::bad_coding;
+  if (size < 3) return huffman_model_fault::truncated;
+  const std::uint32_t n = std::to_integer<std::uint32_t>(in[1]) | std::to_integer<std::uint32_t>(in[2]) << 8;
+  parsed.n = n;
+  parsed.detail = n;
+  if (n == 0 || n > huffman_alphabet_cap) return huffman_model_fault::bad_alphabet;
+  for (std::uint32_t i = 0; i <= n; ++i) lengths[i] = 0;
+  huffman_model_bits bits(in + 3, size - 3);
   unsigned previous = 0;
-  const auto bad = [&](const std::string& what, std::size_t i) {
-    return format_error("huffman model: code length of symbol " + std::to_string(i) + ": " + what);
-  };
-  for (std::size_t i = 0; i <= n;) {
-    unsigned length = 0;
-    if (bits.read(1) == T::repeat) {
+  for (std::uint32_t i = 0; i <= n;) {
+    parsed.symbol = i;
+    std::uint32_t bit = 0, length = 0;
+    if (!bits.read(1, bit)) return huffman_model_fault::truncated;
+    if (bit == T::repeat) {
       length = previous;
-    } else if (bits.read(1) == 0) {
-      length = bits.read(1) == 0 ? previous + 1 : previous - 1;
-    } else if (bits.read(1) == 0) {
-      length = bits.read(4);
     } else {
-      const unsigned width = bits.read(4);
-      if (width > huffman_max_code_length) throw bad("zero run of a " + std::to_string(width) + "-bit count", i);
-      const std::size_t run = std::size_t{bits.read(width)} + 1;
-      if (run > n + 1 - i) throw bad("zero run of " + std::to_string(run) + " passes the escape symbol " + std::to_string(n), i);
-      i += run;
-      continue;
+      if (!bits.read(1, bit)) return huffman_model_fault::truncated;
+      if (bit == 0) {
+        if (!bits.read(1, bit)) return huffman_model_fault::truncated;
+        length = bit == 0 ? previous + 1 : previous - 1;
+      } else {
+        if (!bits.read(1, bit)) return huffman_model_fault::truncated;
+        if (bit == 0) {
+          if (!bits.read(4, length)) return huffman_model_fault::truncated;
+        } else {
+          std::uint32_t width = 0, run = 0;
+          if (!bits.read(4, width)) return huffman_model_fault::truncated;
+          parsed.detail = width;
+          if (width > huffman_max_code_length) return huffman_model_fault::run_width;
+          if (!bits.read(width, run)) return huffman_model_fault::truncated;
+          parsed.detail = std::uint64_t{run} + 1;
+          if (run + 1 > n + 1 - i) return huffman_model_fault::run_past_escape;
+          i += run + 1;
+          continue;
+        }
+      }
     }
-    if (length == 0 || length > huffman_max_code_length) {
-      throw bad(std::to_string(static_cast<int>(length)) + " is not in 1.." + std::to_string(huffman_max_code_length), i);
-    }
+    parsed.detail = length;
+    if (length == 0 || length > huffman_max_code_length) return huffman_model_fault::bad_length;
     lengths[i++] = static_cast<std::uint8_t>(length);
     previous = length;
   }
-  if (!bits.padding_is_zero()) throw format_error("huffman model: non-zero padding after the code lengths");
-  if (lengths[n] == 0) throw format_error("huffman model: the escape symbol has no codeword");
-  const std::uint64_t kraft = scaled_kraft_sum(lengths, huffman_max_code_length);
-  if (kraft != huffman_table_entries) {
-    throw format_error("huffman model: code lengths have Kraft sum " + std::to_string(kraft) + "/" +
-                       std::to_string(huffman_table_entries) + ", not a complete prefix code");
+  parsed.bytes = 3 + bits.used();
+  if (!bits.padding_is_zero()) return huffman_model_fault::padding;
+  if (lengths[n] == 0) return huffman_model_fault::no_escape;
+  std::uint64_t kraft = 0;
+  for (std::uint32_t i = 0; i <= n; ++i) {
+    if (lengths[i] != 0) kraft += std::uint64_t{1} << (huffman_max_code_length - lengths[i]);
   }
-  return lengths;
+  parsed.detail = kraft;
+  if (kraft != huffman_table_entries) return huffman_model_fault::incomplete;
+  return huffman_model_fault::none;
 }
 
+/// The host reader's message for a model fault.
+inline std::string huffman_model_fault_text(huffman_model_fault fault, const huffman_parsed_model& parsed) {
+  const auto at = [&](const std::string& what) {
+    return "huffman model: code length of symbol " + std::to_string(parsed.symbol) + ": " + what;
+  };
+  switch (fault) {
+    case huffman_model_fault::none: return "";
+    case huffman_model_fault::truncated: return "huffman model: ends after " + std::to_string(parsed.bytes) + " bytes, inside its fields";
+    case huffman_model_fault::bad_coding:
+      return "huffman model: coding " + std::to_string(parsed.detail) + " is not 0 (Huffman) or 1 (bit planes)";
+    case huffman_model_fault::bad_alphabet:
+      return "huffman model: escape symbol " + std::to_string(parsed.detail) + " is not in 1.." + std::to_string(huffman_alphabet_cap);
+    case huffman_model_fault::run_width: return at("zero run of a " + std::to_string(parsed.detail) + "-bit count");
+    case huffman_model_fault::run_past_escape:
+      return at("zero run of " + std::to_string(parsed.detail) + " passes the escape symbol " + std::to_string(parsed.n));
+    case huffman_model_fault::bad_length:
+      return at(std::to_string(parsed.detail) + " is not in 1.." + std::to_string(huffman_max_code_length));
+    case huffman_model_fault::padding: return "huffman model: non-zero padding after the code lengths";
+    case huffman_model_fault::no_escape: return "huffman model: the escape symbol has no codeword";
+    case huffman_model_fault::incomplete:
+      return "huffman model: code lengths have Kraft sum " + std::to_string(parsed.detail) + "/" +
+             std::to_string(huffman_table_entries) + ", not a complete prefix code";
+  }
+  return "huffman model: unknown fault";
+}
+
+/// Reads and validates a model from the front of `in` (format_error on anything malformed).
 inline huffman_model read_huffman_model(byte_reader& in) {
-  const auto coding = in.read<std::uint8_t>("huffman model coding");
-  if (coding == static_cast<std::uint8_t>(huffman_coding::bitplane)) return {};
-  if (coding != static_cast<std::uint8_t>(huffman_coding::huffman)) {
-    throw format_error("huffman model: coding " + std::to_string(coding) + " is not 0 (Huffman) or 1 (bit planes)");
-  }
-  const auto n = in.read<std::uint16_t>("huffman model alphabet size");
-  if (n == 0 || n > huffman_alphabet_cap) {
-    throw format_error("huffman model: escape symbol " + std::to_string(n) + " is not in 1.." +
-                       std::to_string(huffman_alphabet_cap));
-  }
-  return huffman_model_from_lengths(read_code_lengths(in, n));
+  const std::span<const std::byte> rest = in.rest();
+  std::vector<std::uint8_t> lengths(huffman_table_entries);
+  huffman_parsed_model parsed;
+  const huffman_model_fault fault = parse_huffman_model(rest.data(), rest.size(), lengths.data(), parsed);
+  if (fault != huffman_model_fault::none) throw format_error(huffman_model_fault_text(fault, parsed));
+  in.take(parsed.bytes, "huffman model");
+  if (parsed.bitplane) return {};
+  lengths.resize(parsed.n + 1);
+  return huffman_model_from_lengths(std::move(lengths));
 }
 
 }  // namespace zcoll::encode::detail
