@@ -285,7 +285,7 @@ cuda_add_result measure_codec_add(const zcoll::codec_config& config, std::span<c
 
 /// The registered codecs marked for the device (zcoll/codec/registry.hpp): FZLight, the row-wise
 /// quantizers, the casts and TopK; and EmbeddingHuffman, decoded there (encoded on the host). The other pipelines the CUDA driver takes (linear-bitshuffle, lorenzo-raw)
-/// are not: each costs this file 16 kernels of nvcc time (2 types x 4 team sizes x 2 directions), and they
+/// are not: each costs this file 16 kernels of nvcc time (2 types x 2 team sizes x 2 directions), and they
 /// differ from FZLight in the per-block math alone, which the host benchmark measures.
 std::vector<std::string> device_codec_names() {
   std::vector<std::string> names;

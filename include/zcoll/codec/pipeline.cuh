@@ -216,14 +216,14 @@ __global__ void __launch_bounds__(Threads) decompress_tiles(zcoll::detail::decom
 /// Reads each stream's Huffman model into its decode table, a thread per stream (the host reader's
 /// checks; a model that does not read is the stream's fault, and its tiles then decode nothing).
 template <floating_value T>
-__global__ void read_models(zcoll::detail::decompress_job<T> job, zcoll::detail::huffman_device_model* models,
+__global__ void read_models(zcoll::detail::decompress_job<T> job, codec_id codec, zcoll::detail::huffman_device_model* models,
                             zcoll::detail::decode_fault* fault) {
   const std::uint32_t s = threadIdx.x;
   if (s >= job.layout.streams) return;
   std::uint8_t lengths[encode::detail::huffman_table_entries];
   const zcoll::detail::decode_fault f =
       zcoll::detail::read_huffman_device_model(job.in + job.stream_offset[s], job.stream_bytes[s], job.layout.chunks(s), s,
-                                               lengths, models[s]);
+                                               codec, value_type_of<T>, lengths, models[s]);
   if (f.code != 0) report_fault(fault, f);
 }
 
@@ -356,8 +356,8 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
              quantize::detail::to_string(static_cast<quantize::detail::row_fault>(f.chunk));
     case code::bad_parameters:
       return where + (f.detail == 0 ? std::string("parameter section does not fit the stream, or has bytes left after its model")
-                                    : encode::detail::huffman_model_fault_text(static_cast<encode::detail::huffman_model_fault>(f.detail),
-                                                                               encode::detail::huffman_parsed_model{}));
+                                    : std::string("huffman model: ") +
+                                          encode::detail::to_string(static_cast<encode::detail::huffman_model_fault>(f.detail)));
     case code::bad_sparse_index:
       return "stream " + std::to_string(f.stream) + ": topk " + zcoll::detail::to_string(static_cast<zcoll::detail::topk_index_fault>(f.detail));
     case code::wrong_row_bound: return "stream " + std::to_string(f.stream) + ": the header's error bound is not the rows' largest bound";
@@ -487,7 +487,7 @@ void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, st
   if constexpr (encode::chunk_encoder<E>) {
     cd::check_workspace("decompress_batch", workspace, cuda::decompress_workspace_bytes(codec, counts));
     auto* const models = reinterpret_cast<detail::huffman_device_model*>(workspace.data() + w.bytes);
-    cd::read_models<<<1, detail::max_batch_streams, 0, exec.stream>>>(job, models, fault);
+    cd::read_models<<<1, detail::max_batch_streams, 0, exec.stream>>>(job, Pipeline<Q, P, E>::id, models, fault);
     cuda::check_call(cudaGetLastError(), "decompress_batch: model kernel");
     job.models = models;
   }

@@ -41,7 +41,8 @@ std::optional<std::vector<T>> team_decoded(const Codec& codec, std::span<const s
   detail::huffman_device_model model{};
   std::vector<std::uint8_t> lengths(zcoll::encode::detail::huffman_table_entries);
   fault = {};
-  fault = detail::read_huffman_device_model(stream.data(), stream.size(), job.layout.chunks(0), 0, lengths.data(), model);
+  fault = detail::read_huffman_device_model(stream.data(), stream.size(), job.layout.chunks(0), 0, Codec::id,
+                                            zcoll::value_type_of<T>, lengths.data(), model);
   job.models = &model;
   std::vector<T> staging(staged ? codec.config().chunk_values : 0);
   const auto tiles_fault = host_team::run(job.layout, [&](host_team& team, std::uint32_t t) {
@@ -131,4 +132,17 @@ TEST_CASE("Damaged Huffman streams are refused on a host team exactly when the h
   }
   CHECK(refused > 500);
   CHECK(decoded > 10);
+}
+
+TEST_CASE("A stream of another codec is wrong_codec to the Huffman device decoder, not a model fault",
+          "[pipeline][cuda-tile][huffman][corruption]") {
+  const zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .chunk_values = 4096};
+  const auto x = zcoll_test::mixed_input<float>(10000, -999.0f);
+  const auto fzlight = zcoll::compress_to_vector(zcoll::FZLight(config), std::span<const float>(x));
+  detail::decode_fault fault{};
+  CHECK_FALSE(team_decoded<zcoll::EmbeddingHuffman, float>(zcoll::EmbeddingHuffman(config), fzlight, x.size(), true, fault));
+  CHECK(fault.code == static_cast<std::uint32_t>(detail::decode_fault_code::wrong_codec));
+  const auto f64 = zcoll::compress_to_vector(zcoll::EmbeddingHuffman(config), std::span<const double>(std::vector<double>(x.begin(), x.end())));
+  CHECK_FALSE(team_decoded<zcoll::EmbeddingHuffman, float>(zcoll::EmbeddingHuffman(config), f64, x.size(), true, fault));
+  CHECK(fault.code == static_cast<std::uint32_t>(detail::decode_fault_code::wrong_codec));
 }

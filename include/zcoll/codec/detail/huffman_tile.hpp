@@ -20,6 +20,7 @@
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/stream_header.hpp"
+#include "zcoll/core/value_type.hpp"
 #include "zcoll/encode/bitshuffle.hpp"
 #include "zcoll/encode/detail/huffman_chunk.hpp"
 #include "zcoll/encode/detail/huffman_code.hpp"
@@ -38,20 +39,24 @@ struct huffman_device_model {
 
 /// Reads stream s's parameter section (u32 size, then the model; nothing before it for None and
 /// Lorenzo1D) into `model`: a fault for a section that does not fit the stream or a model that does not
-/// parse, as the host's read_parameter_section raises them. A header that does not parse or does not
-/// state `chunks` chunks leaves the model not ready and is no fault here: the tiles report it. `lengths`
-/// is scratch for 4096 lengths.
+/// parse, as the host's read_parameter_section raises them. A header that does not parse, names another
+/// codec or value type, or does not state `chunks` chunks leaves the model not ready and is no fault
+/// here: the tiles report it. `lengths` is scratch for 4096 lengths.
 ZCOLL_HOST_DEVICE inline decode_fault read_huffman_device_model(const std::byte* stream, std::uint64_t length,
-                                                                std::uint32_t chunks, std::uint32_t s,
-                                                                std::uint8_t* lengths, huffman_device_model& model) {
+                                                                std::uint32_t chunks, std::uint32_t s, codec_id codec,
+                                                                value_type type, std::uint8_t* lengths,
+                                                                huffman_device_model& model) {
   namespace ed = encode::detail;
   model.ready = 0;
   const decode_fault fault{0, s, 0, 0};
   const auto fail = [s](decode_fault_code code, std::uint64_t detail) { return stream_fault(s, code, detail); };
   stream_header h;
   const std::uint64_t at = stream_prefix_size_bytes(chunks);
-  if (length < at || parse_stream_header(stream, length, h) != header_fault::none || h.chunk_count != chunks) return fault;
-  if (length < at + 4) return fail(decode_fault_code::short_stream, length);
+  if (length < at || parse_stream_header(stream, length, h) != header_fault::none || !(h.codec == codec) || h.type != type ||
+      h.chunk_count != chunks) {
+    return fault;
+  }
+  if (length < at + 4) return fail(decode_fault_code::bad_parameters, 0);
   std::uint32_t bytes;
   std::memcpy(&bytes, stream + at, 4);
   if (bytes > length - at - 4) return fail(decode_fault_code::bad_parameters, 0);

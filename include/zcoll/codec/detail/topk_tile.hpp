@@ -21,7 +21,7 @@
 /// bitmap's words (popcounts, a scan, topk_bitmap_scatter_word) or the gap varints in words of 8 index
 /// bytes (topk_gap_word_of counts the varints ending in the word and their advance, scans, then
 /// topk_gap_scatter_word places the values); topk_verify checks the totals between the two passes, so a
-/// stream that does not decode writes no value.
+/// stream that does not decode writes no kept value (the gaps form zeroes the output first).
 
 #include <cstddef>
 #include <cstdint>

@@ -379,11 +379,11 @@ ZCOLL_HOST_DEVICE inline huffman_chunk_fault locate_huffman_streams(std::span<co
       std::uint16_t size;
       std::memcpy(&size, in.data() + 2 * s, 2);
       position += size;
-      if (position > in.size()) return huffman_chunk_fault::stream_past_end;
     } else {
       position = in.size();
     }
-    where.end[s] = position;
+    where.end[s] = position;  // set before the check: the host's message names the stream's size
+    if (position > in.size()) return huffman_chunk_fault::stream_past_end;
   }
   return huffman_chunk_fault::none;
 }

@@ -247,6 +247,23 @@ ZCOLL_HOST_DEVICE inline huffman_model_fault parse_huffman_model(const std::byte
   return huffman_model_fault::none;
 }
 
+/// What a model fault is, without the field values (the CUDA decoder reports only the fault).
+inline const char* to_string(huffman_model_fault fault) {
+  switch (fault) {
+    case huffman_model_fault::none: return "none";
+    case huffman_model_fault::truncated: return "the parameter section ends inside the model";
+    case huffman_model_fault::bad_coding: return "the model's coding is not 0 (Huffman) or 1 (bit planes)";
+    case huffman_model_fault::bad_alphabet: return "the model's escape symbol is not in 1..4095";
+    case huffman_model_fault::run_width: return "a zero run of the code lengths has a count wider than 12 bits";
+    case huffman_model_fault::run_past_escape: return "a zero run of the code lengths passes the escape symbol";
+    case huffman_model_fault::bad_length: return "a code length is not in 1..12";
+    case huffman_model_fault::padding: return "non-zero padding after the code lengths";
+    case huffman_model_fault::no_escape: return "the escape symbol has no codeword";
+    case huffman_model_fault::incomplete: return "the code lengths are not a complete prefix code";
+  }
+  return "unknown model fault";
+}
+
 /// The host reader's message for a model fault.
 inline std::string huffman_model_fault_text(huffman_model_fault fault, const huffman_parsed_model& parsed) {
   const auto at = [&](const std::string& what) {
@@ -254,7 +271,7 @@ inline std::string huffman_model_fault_text(huffman_model_fault fault, const huf
   };
   switch (fault) {
     case huffman_model_fault::none: return "";
-    case huffman_model_fault::truncated: return "huffman model: ends after " + std::to_string(parsed.bytes) + " bytes, inside its fields";
+    case huffman_model_fault::truncated: return "huffman model: the parameter section ends inside the model";
     case huffman_model_fault::bad_coding:
       return "huffman model: coding " + std::to_string(parsed.detail) + " is not 0 (Huffman) or 1 (bit planes)";
     case huffman_model_fault::bad_alphabet:
