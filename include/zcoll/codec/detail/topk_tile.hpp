@@ -39,7 +39,7 @@
 
 namespace zcoll::detail {
 
-inline constexpr std::uint64_t topk_word_values = 32;
+inline constexpr std::uint64_t topk_word_values = sparsify::detail::mask_word_values;
 /// Index bytes per word of the gap decoder: 8, so that a stream's few hundred KB of gaps still make
 /// tens of thousands of threads (32 left the H100's decoder waiting on a few thousand).
 inline constexpr std::uint64_t topk_index_word_bytes = 8;
@@ -50,9 +50,8 @@ inline constexpr std::uint32_t topk_histogram_bins = 1u << topk_digit_bits;
 ZCOLL_HOST_DEVICE constexpr codec_id topk_codec_id() { return own_layout_codec_id<codec_ids::topk>(); }
 static_assert(topk_codec_id() == TopK::id);
 
-ZCOLL_HOST_DEVICE constexpr std::uint64_t topk_words(std::uint64_t count) {
-  return count / topk_word_values + (count % topk_word_values != 0);
-}
+/// Words of 32 values over n: the mask's words (sparsify/mask.hpp).
+ZCOLL_HOST_DEVICE constexpr std::uint64_t topk_words(std::uint64_t count) { return sparsify::detail::mask_word_count(count); }
 
 /// Digits of the radix select: ceil(key width / 11), from the top.
 template <floating_value T>
