@@ -112,12 +112,6 @@ std::shared_ptr<codec_face> make_codec(const std::string& name, codec_config con
   });
 }
 
-bound parse_bound(const std::string& mode, double value) {
-  if (mode == "absolute") return absolute(value);
-  if (mode == "relative") return relative(value);
-  throw argument_error("error_bound: mode '" + mode + "'; expected 'absolute' or 'relative'");
-}
-
 void bind_codecs(py::module_& m) {
   m.def("codec_names", [] {
     std::vector<std::string> names;
@@ -125,6 +119,7 @@ void bind_codecs(py::module_& m) {
     return names;
   });
   m.def("stream_info", &stream_info, py::arg("stream"));
+  m.attr("stream_header_bytes") = stream_header_size_bytes;  // the fixed header stream_info reads
   m.def("codec_on_rows", [](const std::string& name) {
     return with_registered_codec(name, [&]<class Entry>() { return Entry::traits.input == codec_input::rows; });
   });

@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "value_types.hpp"
+#include "held_buffer.hpp"
 #include "zcoll/codec/codec_config.hpp"
 #include "zcoll/core/error_bound.hpp"
 
@@ -33,7 +33,11 @@ class codec_face {
 std::shared_ptr<codec_face> make_codec(const std::string& name, codec_config config, unsigned threads);
 
 /// zcoll::absolute(value) or zcoll::relative(value) from the mode's name.
-bound parse_bound(const std::string& mode, double value);
+inline bound parse_bound(const std::string& mode, double value) {
+  if (mode == "absolute") return absolute(value);
+  if (mode == "relative") return relative(value);
+  throw argument_error("error_bound: mode '" + mode + "'; expected 'absolute' or 'relative'");
+}
 
 void bind_codecs(py::module_& m);
 

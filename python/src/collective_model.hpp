@@ -1,13 +1,14 @@
 #pragma once
-// collective_model<Entry>: collective_face for one registered codec, its engines made at first use.
-// Included by the collectives_*.cpp translation units only.
+// collective_model<Entry, Space>: collective_face for one registered codec, its engines made at first
+// use; the host calls (Space = void) or the staged calls through a staging space (HostStaging, or
+// cuda::Staging in python/src/cuda/). Included by the translation units that make collectives only.
 
 #include <memory>
-#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
-#include "collectives.hpp"
+#include "collective_face.hpp"
 #include "zcoll/codec/registry.hpp"
 #include "zcoll/collective/compressed.hpp"
 #include "zcoll/schedule/schedules.hpp"
@@ -20,20 +21,29 @@ namespace zcoll::python {
 template <class Entry, class T>
 inline constexpr bool takes_value = Entry::traits.input == codec_input::values || std::same_as<T, float>;
 
+/// Whether a staged collective takes the codec: the device drivers' codecs (the steps run on the host
+/// and on a GPU alike), in every operation.
 template <class Entry>
+inline constexpr bool staged_codec = Entry::traits.device && Entry::traits.collective == collective_use::every;
+
+template <class Entry, class Space = void>
 class collective_model final : public collective_face {
   using Codec = typename Entry::type;
   static constexpr bool every_operation = Entry::traits.collective == collective_use::every;
+  static constexpr bool staged = !std::is_void_v<Space>;
+  using space_pointer = std::conditional_t<staged, Space*, std::nullptr_t>;
 
  public:
-  collective_model(py::object transport, int tag_base, const collective_settings& settings)
-      : transport_(std::move(transport)), tag_base_(tag_base), settings_(settings) {}
+  collective_model(transport_maker transport, const collective_settings& settings, space_pointer space = nullptr)
+      : transport_(std::move(transport)), settings_(settings), space_(space) {}
 
-  request allreduce(dtype d, const held_buffer* in, const held_buffer& out, reduction r) override {
+  request allreduce(dtype d, const value_view* in, const value_view& out, reduction r) override {
     const auto run = [&](auto& coll, auto values, auto op) {
       using T = typename decltype(values)::element_type;
-      if (in == nullptr) return coll.template allreduce_async<T>(values, op);
-      return coll.template allreduce_async<T>(in->values<const T>("allreduce: input"), values, op);
+      return in_space([&](auto&... space) {
+        if (in == nullptr) return coll.allreduce_async(space..., values, op);
+        return coll.allreduce_async(space..., in->values<const T>("allreduce: input"), values, op);
+      });
     };
     if constexpr (every_operation) {
       if (settings_.allreduce == reduce_schedule::recursive_doubling) {
@@ -46,11 +56,13 @@ class collective_model final : public collective_face {
     }
   }
 
-  request reduce_scatter(dtype d, const held_buffer& in, const held_buffer& out, reduction r) override {
+  request reduce_scatter(dtype d, const value_view& in, const value_view& out, reduction r) override {
     if constexpr (every_operation) {
       return reduce_call(d, "reduce_scatter", engine(ring_, 0), [&](auto& coll, auto values, auto op) {
         using T = typename decltype(values)::element_type;
-        return coll.template reduce_scatter_async<T>(in.values<const T>("reduce_scatter: input"), values, op);
+        return in_space([&](auto&... space) {
+          return coll.reduce_scatter_async(space..., in.values<const T>("reduce_scatter: input"), values, op);
+        });
       }, out, r);
     } else {
       (void)d, (void)in, (void)out, (void)r;
@@ -58,30 +70,33 @@ class collective_model final : public collective_face {
     }
   }
 
-  request allgather(dtype d, const held_buffer& in, const held_buffer& out) override {
+  request allgather(dtype d, const value_view& in, const value_view& out) override {
     return typed_call(d, "allgather", [&]<class T>(T) {
       if constexpr (every_operation) {
-        return engine(ring_, 0).template allgather_async<T>(in.values<const T>("allgather: input"),
-                                                            out.values<T>("allgather: out"));
+        return in_space([&](auto&... space) {
+          return engine(ring_, 0).allgather_async(space..., in.values<const T>("allgather: input"), out.values<T>("allgather: out"));
+        });
       } else {
         return not_offered<request>("allgather");
       }
     });
   }
 
-  request alltoall(dtype d, const held_buffer& in, const held_buffer& out) override {
+  request alltoall(dtype d, const value_view& in, const value_view& out) override {
     return typed_call(d, "alltoall", [&]<class T>(T) {
-      return engine(pairwise_, 2).template alltoall_async<T>(in.values<const T>("alltoall: input"),
-                                                             out.values<T>("alltoall: out"));
+      return in_space([&](auto&... space) {
+        return engine(pairwise_, 2).alltoall_async(space..., in.values<const T>("alltoall: input"), out.values<T>("alltoall: out"));
+      });
     });
   }
 
-  request alltoallv(dtype d, const held_buffer& in, std::span<const std::size_t> send_counts, const held_buffer& out,
+  request alltoallv(dtype d, const value_view& in, std::span<const std::size_t> send_counts, const value_view& out,
                     std::span<const std::size_t> recv_counts) override {
     return typed_call(d, "alltoall_single", [&]<class T>(T) {
-      return engine(pairwise_, 2).template alltoallv_async<T>(in.values<const T>("alltoall_single: input"),
-                                                              send_counts, out.values<T>("alltoall_single: out"),
-                                                              recv_counts);
+      return in_space([&](auto&... space) {
+        return engine(pairwise_, 2).alltoallv_async(space..., in.values<const T>("alltoall_single: input"), send_counts,
+                                                    out.values<T>("alltoall_single: out"), recv_counts);
+      });
     });
   }
 
@@ -93,16 +108,18 @@ class collective_model final : public collective_face {
   /// by 16 per engine.
   template <class S>
   Compressed<S, Codec>& engine(slot<S>& s, int index) {
-    if (!s) {
-      // Called inside calls that released the GIL; making the transport reads and copies Python objects.
-      std::optional<transport::AnyTransport> t;
-      {
-        py::gil_scoped_acquire locked;
-        t.emplace(python_transport(transport_, tag_base_ + 16 * index));
-      }
-      s = std::make_unique<Compressed<S, Codec>>(std::move(*t), Codec{settings_.codec_settings}, settings_.config);
-    }
+    if (!s) s = std::make_unique<Compressed<S, Codec>>(transport_(16 * index), Codec{settings_.codec_settings}, settings_.config);
     return *s;
+  }
+
+  /// fn(space...): the engine call's leading arguments, none for a host call, the space for a staged one.
+  template <class Fn>
+  decltype(auto) in_space(Fn&& fn) {
+    if constexpr (staged) {
+      return fn(*space_);
+    } else {
+      return fn();
+    }
   }
 
   template <class Result>
@@ -115,7 +132,6 @@ class collective_model final : public collective_face {
   request typed_call(dtype d, const char* call, Fn&& fn) {
     return with_dtype(d, [&]<class T>(T value) -> request {
       if constexpr (takes_value<Entry, T>) {
-        py::gil_scoped_release unlocked;  // the call may code and move its first messages
         return fn(value);
       } else {
         throw argument_error(std::string(call) + ": codec '" + std::string(Entry::name) +
@@ -125,7 +141,7 @@ class collective_model final : public collective_face {
   }
 
   template <class Engine, class Fn>
-  request reduce_call(dtype d, const char* call, Engine& coll, Fn&& fn, const held_buffer& out, reduction r) {
+  request reduce_call(dtype d, const char* call, Engine& coll, Fn&& fn, const value_view& out, reduction r) {
     return typed_call(d, call, [&]<class T>(T) {
       const auto values = out.values<T>(call);
       if (r == reduction::min) return fn(coll, values, op::min);
@@ -134,23 +150,28 @@ class collective_model final : public collective_face {
     });
   }
 
-  py::object transport_;
-  int tag_base_;
+  transport_maker transport_;
   collective_settings settings_;
+  space_pointer space_;
   slot<Ring> ring_;
   slot<RecursiveDoubling> recursive_doubling_;
   slot<Pairwise> pairwise_;
 };
 
-/// A collective_model for the registered codec `name` when `Accept<Entry>` holds; nullptr otherwise.
-template <template <class> class Accept>
-std::unique_ptr<collective_face> make_collective_of(py::object transport, int tag_base,
-                                                    const collective_settings& settings) {
+/// A collective_model for the registered codec `settings.codec` when `Accept<Entry>` holds; nullptr
+/// otherwise. Staged through `space` when one is given.
+template <template <class> class Accept, class Space = void>
+std::unique_ptr<collective_face> make_collective_of(const transport_maker& transport, const collective_settings& settings,
+                                                    Space* space = nullptr) {
   std::unique_ptr<collective_face> made;
   for_each_registered_codec([&]<class Entry>() {
     if constexpr (Accept<Entry>::value) {
       if (!made && Entry::name == settings.codec) {
-        made = std::make_unique<collective_model<Entry>>(transport, tag_base, settings);
+        if constexpr (std::is_void_v<Space>) {
+          made = std::make_unique<collective_model<Entry>>(transport, settings);
+        } else {
+          made = std::make_unique<collective_model<Entry, Space>>(transport, settings, space);
+        }
       }
     }
   });

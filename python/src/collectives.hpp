@@ -1,56 +1,76 @@
 #pragma once
-// The Python face's compressed collectives: zcoll's engine (Compressed<S, C>) over a python_transport,
-// with codec, schedule and value type chosen at run time. One virtual call per collective call.
+// The bindings of the Python face's collectives, shared by zcoll._zcoll (host memory) and
+// zcoll._zcoll_cuda (CUDA tensors): the settings from Python's arguments, the engines' transport over
+// a Python object, and the request Python waits on.
 
 #include <pybind11/pybind11.h>
 
 #include <cstddef>
 #include <memory>
-#include <optional>
-#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "collective_face.hpp"
 #include "python_transport.hpp"
-#include "value_types.hpp"
-#include "zcoll/codec/codec_config.hpp"
-#include "zcoll/collective/collective_config.hpp"
-#include "zcoll/collective/request.hpp"
+#include "zcoll/collective/collective_report.hpp"
 
 namespace zcoll::python {
 
-enum class reduction : unsigned char { sum, min, max };
+/// The settings of zcoll._zcoll.Collective's arguments; argument_error naming a bad one.
+collective_settings make_collective_settings(const std::string& codec, const std::string& bound_mode, double bound_value,
+                                             std::uint32_t chunk_values, std::vector<std::size_t> shape,
+                                             const std::string& schedule, unsigned threads, bool verify, bool homomorphic,
+                                             std::size_t min_compressed_bytes, std::size_t pipeline_values);
 
-/// The allreduce schedule (reduce_scatter and allgather run on Ring, alltoall on Pairwise).
-enum class reduce_schedule : unsigned char { ring, recursive_doubling };
+/// Engines' transports over the Python object `transport` (python_transport), tags from `tag_base`.
+/// The maker takes the GIL while it reads the object.
+inline transport_maker python_transport_maker(py::object transport, int tag_base) {
+  auto held = std::make_shared<gil_safe_object>(std::move(transport));
+  return [held, tag_base](int tag_offset) {
+    py::gil_scoped_acquire locked;
+    return transport::AnyTransport(python_transport(held->get(), tag_base + tag_offset));
+  };
+}
 
-/// What a collective object is made with.
-struct collective_settings {
-  std::string codec;
-  codec_config codec_settings;
-  reduce_schedule allreduce = reduce_schedule::ring;
-  collective_config config;
-};
+reduction parse_reduction(const std::string& name);
 
-/// The calls of one collective object. Buffers stay alive until the request completes (the Python
-/// Request object holds them). `in == nullptr` means in place (allreduce only).
-class collective_face {
+/// A call's report as a dict.
+py::dict to_dict(const collective_report& r);
+
+/// A call in flight and what must outlive it (the Python buffers it reads and writes). Dropping it
+/// before the call completes completes the call first (zcoll::request's rule: the other ranks are in it).
+class python_request {
  public:
-  virtual ~collective_face() = default;
-  virtual request allreduce(dtype d, const held_buffer* in, const held_buffer& out, reduction r) = 0;
-  virtual request reduce_scatter(dtype d, const held_buffer& in, const held_buffer& out, reduction r) = 0;
-  virtual request allgather(dtype d, const held_buffer& in, const held_buffer& out) = 0;
-  virtual request alltoall(dtype d, const held_buffer& in, const held_buffer& out) = 0;
-  virtual request alltoallv(dtype d, const held_buffer& in, std::span<const std::size_t> send_counts,
-                            const held_buffer& out, std::span<const std::size_t> recv_counts) = 0;
+  python_request(request r, std::vector<std::shared_ptr<void>> keep_alive)
+      : request_(std::move(r)), keep_alive_(std::move(keep_alive)) {}
+  ~python_request() {
+    py::gil_scoped_release unlocked;  // completing the call takes the GIL per message, as wait() does
+    request_ = request();
+  }
+
+  py::dict wait() {
+    {
+      py::gil_scoped_release unlocked;
+      request_.wait();
+    }
+    return to_dict(request_.report());
+  }
+  bool test() {
+    py::gil_scoped_release unlocked;
+    return request_.test();
+  }
+
+ private:
+  request request_;
+  std::vector<std::shared_ptr<void>> keep_alive_;  // released (with the GIL) after request_ completed
 };
 
-/// A factory per codec family, each compiled in a translation unit of its own (collectives_*.cpp):
-/// nullptr when `settings.codec` is not in that family.
-std::unique_ptr<collective_face> make_value_collective(py::object transport, int tag_base,
-                                                       const collective_settings& settings);
-std::unique_ptr<collective_face> make_row_collective(py::object transport, int tag_base,
-                                                     const collective_settings& settings);
+/// Request's methods on the class `request_class` of a module.
+inline void define_request(py::class_<python_request>& request_class) {
+  request_class.def("wait", &python_request::wait, "Completes the call; its report (a dict). Raises the call's error.")
+      .def("test", &python_request::test, "Progresses the call without blocking; whether it has completed.");
+}
 
 void bind_collectives(py::module_& m);
 

@@ -10,9 +10,8 @@ struct on_values
     : std::bool_constant<Entry::traits.collective != collective_use::none && Entry::traits.input == codec_input::values> {};
 }  // namespace
 
-std::unique_ptr<collective_face> make_value_collective(py::object transport, int tag_base,
-                                                       const collective_settings& settings) {
-  return make_collective_of<on_values>(std::move(transport), tag_base, settings);
+std::unique_ptr<collective_face> make_value_collective(transport_maker transport, const collective_settings& settings) {
+  return make_collective_of<on_values>(transport, settings);
 }
 
 }  // namespace zcoll::python

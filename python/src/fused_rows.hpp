@@ -3,7 +3,7 @@
 
 #include <pybind11/pybind11.h>
 
-#include "value_types.hpp"
+#include "held_buffer.hpp"
 
 namespace zcoll::python {
 

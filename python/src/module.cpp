@@ -6,6 +6,7 @@
 
 #include "codecs.hpp"
 #include "collectives.hpp"
+#include "exceptions.hpp"
 #include "fused_rows.hpp"
 #include "table_alltoall.hpp"
 #include "zcoll/core/error.hpp"
@@ -13,30 +14,6 @@
 namespace py = pybind11;
 
 namespace {
-
-/// The exception classes, for the translator (a plain function: pybind11 takes no captures). Set once
-/// at import; the module holds the classes for the interpreter's life.
-struct exception_classes {
-  PyObject* error = nullptr;
-  PyObject* format_error = nullptr;
-  PyObject* argument_error = nullptr;
-  PyObject* transport_error = nullptr;
-};
-exception_classes classes;
-
-void translate(std::exception_ptr p) {
-  try {
-    if (p) std::rethrow_exception(p);
-  } catch (const zcoll::format_error& e) {
-    PyErr_SetString(classes.format_error, e.what());
-  } catch (const zcoll::argument_error& e) {
-    PyErr_SetString(classes.argument_error, e.what());
-  } catch (const zcoll::transport_error& e) {
-    PyErr_SetString(classes.transport_error, e.what());
-  } catch (const zcoll::error& e) {
-    PyErr_SetString(classes.error, e.what());
-  }
-}
 
 /// A new exception class `name` of the module, derived from every class of `bases`.
 py::object exception_class(py::module_& m, const char* name, py::tuple bases, const char* doc) {
@@ -63,8 +40,7 @@ PYBIND11_MODULE(_zcoll, m) {
                       "An argument is out of range; the message names it and the values it takes.");
   const py::object transport_error = exception_class(m, "TransportError", py::make_tuple(error),
                                                      "A message could not be moved (a peer failed or aborted).");
-  classes = {error.ptr(), format_error.ptr(), argument_error.ptr(), transport_error.ptr()};
-  py::register_exception_translator(&translate);
+  zcoll::python::register_zcoll_errors({error.ptr(), format_error.ptr(), argument_error.ptr(), transport_error.ptr()});
 
   zcoll::python::bind_codecs(m);
   zcoll::python::bind_collectives(m);

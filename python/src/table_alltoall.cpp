@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "python_transport.hpp"
-#include "value_types.hpp"
+#include "held_buffer.hpp"
 #include "zcoll/adapt/homogenization.hpp"
 #include "zcoll/adapt/table_classifier.hpp"
 #include "zcoll/codec/registry.hpp"

@@ -1,9 +1,8 @@
 #pragma once
-// The value types the Python face takes, named as numpy and torch name them, and the buffers it reads
-// them from. Python passes every array as a buffer of bytes plus a dtype name: a torch.bfloat16 tensor
-// has no numpy dtype, so the Python side hands its storage over as int16 and says "bfloat16" beside it.
-
-#include <pybind11/pybind11.h>
+// The value types the Python face takes, named as numpy and torch name them, and where their bytes are.
+// Python passes every array as bytes plus a dtype name: a torch.bfloat16 tensor has no numpy dtype, so
+// the Python side hands its storage over as int16 (or, on a GPU, its address) and says "bfloat16"
+// beside it. No pybind11 here: nvcc compiles the device modules' parts that include it.
 
 #include <cstddef>
 #include <span>
@@ -14,8 +13,6 @@
 #include "zcoll/core/half_value.hpp"
 
 namespace zcoll::python {
-
-namespace py = pybind11;
 
 enum class dtype : unsigned char { float32, float64, float16, bfloat16 };
 
@@ -43,23 +40,12 @@ decltype(auto) with_dtype(dtype d, Fn&& fn) {
   throw argument_error("dtype: unknown value");
 }
 
-/// A contiguous buffer of a Python object (numpy array, memoryview, a tensor's numpy view), held for
-/// as long as this lives: the Python object cannot be freed under the C++ code reading it.
-struct held_buffer {
-  py::buffer_info info;
+/// Where a call's values are, as bytes: a Python buffer's memory, or a CUDA tensor's (device memory).
+struct value_view {
   std::byte* data = nullptr;
   std::size_t bytes = 0;
 
-  held_buffer(const py::buffer& object, bool writable, const char* argument) : info(object.request(writable)) {
-    if (!contiguous(info)) {
-      throw argument_error(std::string(argument) +
-                           ": the array is not contiguous; zcoll reads arrays in place (pass a contiguous copy)");
-    }
-    data = static_cast<std::byte*>(info.ptr);
-    bytes = static_cast<std::size_t>(info.size) * static_cast<std::size_t>(info.itemsize);
-  }
-
-  /// The buffer as `T` values; argument_error when its byte length is not a whole number of them.
+  /// The bytes as `T` values; argument_error when their length is not a whole number of them.
   template <class T>
   std::span<T> values(const char* argument) const {
     if (bytes % sizeof(T) != 0) {
@@ -67,16 +53,6 @@ struct held_buffer {
                            std::to_string(sizeof(T)) + "-byte values");
     }
     return {reinterpret_cast<T*>(data), bytes / sizeof(T)};
-  }
-
- private:
-  static bool contiguous(const py::buffer_info& b) {
-    py::ssize_t expected = b.itemsize;
-    for (py::ssize_t d = b.ndim - 1; d >= 0; --d) {
-      if (b.shape[d] != 1 && b.strides[d] != expected) return false;
-      expected *= b.shape[d];
-    }
-    return true;
   }
 };
 

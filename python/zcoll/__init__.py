@@ -2,7 +2,7 @@
 
     import zcoll
     codec = zcoll.Codec("fzlight", zcoll.relative(1e-4))
-    stream = codec.compress(x)            # x: numpy array or CPU tensor (float32/64, float16, bfloat16)
+    stream = codec.compress(x)            # x: numpy array, CPU or CUDA tensor (float32/64, float16, bfloat16)
     y = codec.decompress(stream)          # |x - y| <= the stream's stated bound, on every element
     zcoll.stream_info(stream)["error_bound"]
 
@@ -12,7 +12,9 @@ FormatError (a damaged stream), ArgumentError (also a ValueError) and TransportE
 
 from dataclasses import dataclass
 
-from . import _zcoll
+import threading
+
+from . import _cuda, _zcoll
 from ._arrays import bytes_buffer, dtype_name, empty_like_kind, values_buffer
 from ._zcoll import ArgumentError, Error, FormatError, TransportError
 
@@ -89,6 +91,9 @@ class Codec:
                                    None if fill_value is None else float(fill_value), list(self.shape), threads)
         self.name = name
         self.threads = threads
+        self._device_settings = (int(chunk_values), None if fill_value is None else float(fill_value))
+        self._device_codec = None  # made at the first CUDA tensor
+        self._device_lock = threading.Lock()
 
     def __repr__(self):
         return f"zcoll.Codec({self.name!r}, {self.error_bound}, threads={self.threads})"
@@ -97,8 +102,11 @@ class Codec:
         return self._codec.max_compressed_size(dtype_name(dtype), int(count))
 
     def compress(self, x, out=None):
-        """The stream of `x` (read in place): a uint8 tensor for a tensor, a numpy array otherwise, a view
-        of `out` when given (at least max_compressed_size bytes)."""
+        """The stream of `x` (read in place): a uint8 tensor for a tensor (on its device: a CUDA tensor is
+        coded on the GPU, on torch's current stream), a numpy array otherwise, a view of `out` when given
+        (at least max_compressed_size bytes)."""
+        if _cuda.is_cuda_tensor(x):
+            return self._on_device().compress(self, x, out)
         values, dtype = values_buffer(x, "compress: x")
         if out is None:
             out = empty_like_kind(x, self.max_compressed_size(values.size, dtype), "uint8")
@@ -112,7 +120,10 @@ class Codec:
 
     def decompress_with_bound(self, stream, out=None, dtype=None):
         """(values, bound): the bound every value is within, the stream's stated bound plus, for 16-bit
-        outputs, the largest error their final rounding added."""
+        outputs, the largest error their final rounding added. A stream in a CUDA tensor is decoded on its
+        GPU, into a tensor there."""
+        if _cuda.is_cuda_tensor(stream):
+            return self._on_device().decompress(stream, out, dtype)
         data = bytes_buffer(stream, "decompress: stream")
         info = _zcoll.stream_info(data)
         if out is None:
@@ -123,10 +134,19 @@ class Codec:
         rounding = self._codec.decompress(data, values, out_dtype)
         return out, info["error_bound"] + rounding
 
+    def _on_device(self):
+        """The codec's device side (zcoll._cuda.DeviceCodec), made at the first CUDA tensor."""
+        with self._device_lock:
+            if self._device_codec is None:
+                chunk_values, fill_value = self._device_settings
+                self._device_codec = _cuda.DeviceCodec(self.name, self.error_bound, chunk_values, fill_value, self.shape)
+            return self._device_codec
+
 
 def decompress(stream, out=None, dtype=None):
-    """Decompresses a stream of any registered codec (the header names it)."""
-    info = stream_info(stream)
+    """Decompresses a stream of any registered codec (the header names it); a stream in a CUDA tensor on
+    its GPU."""
+    info = stream_info(stream[:_zcoll.stream_header_bytes].cpu() if _cuda.is_cuda_tensor(stream) else stream)
     if info["codec"] not in codec_names():
         raise FormatError(f"decompress: the stream was written by {info['codec']}")
     # Decoders read their settings from the stream; a row codec's constructor still asks for a row length.

@@ -8,9 +8,11 @@ a DDP communication hook with a stated error bound on every gradient element.
     ddp.register_comm_hook(zcoll.torch.HookState(error_bound=zcoll.absolute(1e-5)), zcoll.torch.allreduce_hook)
 
 zcoll's C++ engine compresses, reduces and decompresses; the process group moves the bytes (its send and
-recv: gloo here, NCCL for CUDA tensors once the device codecs run). Calls of one Collectives object run in
-the order they were made, on a thread of its own, so a non-blocking call returns at once and nothing ever
-blocks inside a future's callback.
+recv on CPU tensors of bytes). Calls of one Collectives object run in the order they were made, on a
+thread of its own, so a non-blocking call returns at once and nothing ever blocks inside a future's
+callback. CUDA tensors are coded on their GPU (zcoll._zcoll_cuda, on torch's current stream at the call);
+only the compressed bytes cross to the host for the group, which must move CPU tensors (gloo, MPI): with
+NCCL for the model, give Collectives a gloo group (dist.new_group(backend="gloo")). docs/python.md.
 """
 
 import datetime
@@ -22,7 +24,7 @@ import weakref
 import torch
 import torch.distributed as dist
 
-from . import ArgumentError, Codec, _check_bound, _zcoll, relative
+from . import ArgumentError, Codec, _check_bound, _cuda, _zcoll, relative
 from ._arrays import values_buffer
 
 __all__ = ["Collectives", "Handle", "HookState", "allreduce_hook", "TableWiseAlltoall"]
@@ -132,11 +134,16 @@ class Collectives:
     makes every rank raise instead of leaving them waiting (docs/reliability.md); homomorphic: sums
     added on compressed streams (each contribution quantized once); timeout: how long a message may
     take before the call fails.
+
+    Tensors on a CUDA device (fzlight, int8, int4) are coded there: each call's outgoing blocks in
+    batches on torch's current stream, through staging buffers of this object kept between calls (one
+    device per object); every rank passes tensors of the same kind. _host_staging: CPU tensors take the
+    steps CUDA tensors take, on the host (how the tests run that path without a GPU).
     """
 
     def __init__(self, codec="fzlight", error_bound=None, *, group=None, schedule="ring", threads=1, verify=False,
                  homomorphic=False, min_compressed_bytes=0, pipeline_values=1 << 18, chunk_values=0, shape=None,
-                 timeout=datetime.timedelta(minutes=5)):
+                 timeout=datetime.timedelta(minutes=5), _host_staging=False):
         if not dist.is_initialized():
             raise ArgumentError("Collectives: torch.distributed is not initialized; call "
                                 "torch.distributed.init_process_group first")
@@ -148,53 +155,62 @@ class Collectives:
         self.error_bound = bound
         self.rank = self.group.rank()
         self.size = self.group.size()
-        transport = _GroupTransport(self.group, timeout)
-        self._collective = _zcoll.Collective(transport, _next_tag_base(self.group), codec, bound.mode, bound.value,
-                                             int(chunk_values), list(shape or ()), schedule, threads, bool(verify),
-                                             bool(homomorphic), int(min_compressed_bytes), int(pipeline_values))
+        self._transport = _GroupTransport(self.group, timeout)
+        # The engine's arguments after (transport, tag base); the device engine, made at the first CUDA
+        # tensor, has a tag space of its own, taken now so that every rank numbers it alike.
+        self._settings = (codec, bound.mode, bound.value, int(chunk_values), list(shape or ()), schedule, threads,
+                          bool(verify), bool(homomorphic), int(min_compressed_bytes), int(pipeline_values))
+        self._collective = _zcoll.Collective(self._transport, _next_tag_base(self.group), *self._settings,
+                                             staged=bool(_host_staging))
+        self._device_tag_base = _next_tag_base(self.group)
+        self._device_collective = None
         self._worker = _Worker()
 
     def allreduce(self, tensor, op="sum", async_op=False):
         """In place, as torch.distributed.all_reduce; op 'avg' divides the sum by the ranks (the report's
         bound is then that of the average)."""
         name = _op_name(op)
-        values, dtype = values_buffer(tensor, "allreduce: tensor", writable=True)
+        calls, view = self._place(tensor)
+        values, dtype = view(tensor, "allreduce: tensor", writable=True)
 
         def run():
-            return self._finish(name, tensor, self._collective.allreduce(None, values, dtype, _OPS[name]).wait())
+            return self._finish(name, tensor, calls, calls.allreduce(None, values, dtype, _OPS[name]).wait())
 
         return self._call(run, tensor, async_op)
 
     def reduce_scatter(self, output, input, op="sum", async_op=False):
         """output = block rank of the reduction of every rank's input (input.numel() == size × output.numel())."""
         name = _op_name(op)
-        src, dtype = values_buffer(input, "reduce_scatter: input")
-        dst, out_dtype = values_buffer(output, "reduce_scatter: output", writable=True)
+        calls, view = self._place(output, input)
+        src, dtype = view(input, "reduce_scatter: input")
+        dst, out_dtype = view(output, "reduce_scatter: output", writable=True)
         self._same_dtype("reduce_scatter", dtype, out_dtype)
 
         def run():
-            return self._finish(name, output, self._collective.reduce_scatter(src, dst, dtype, _OPS[name]).wait())
+            return self._finish(name, output, calls, calls.reduce_scatter(src, dst, dtype, _OPS[name]).wait())
 
         return self._call(run, output, async_op)
 
     def all_gather(self, output, input, async_op=False):
         """output = every rank's input, in rank order (all_gather_into_tensor's layout)."""
-        src, dtype = values_buffer(input, "all_gather: input")
-        dst, out_dtype = values_buffer(output, "all_gather: output", writable=True)
+        calls, view = self._place(output, input)
+        src, dtype = view(input, "all_gather: input")
+        dst, out_dtype = view(output, "all_gather: output", writable=True)
         self._same_dtype("all_gather", dtype, out_dtype)
-        return self._call(lambda: self._collective.allgather(src, dst, dtype).wait(), output, async_op)
+        return self._call(lambda: calls.allgather(src, dst, dtype).wait(), output, async_op)
 
     def all_to_all_single(self, output, input, output_split_sizes=None, input_split_sizes=None, async_op=False):
         """As torch.distributed.all_to_all_single: blocks along dim 0, equal or of the given split sizes."""
-        src, dtype = values_buffer(input, "all_to_all_single: input")
-        dst, out_dtype = values_buffer(output, "all_to_all_single: output", writable=True)
+        calls, view = self._place(output, input)
+        src, dtype = view(input, "all_to_all_single: input")
+        dst, out_dtype = view(output, "all_to_all_single: output", writable=True)
         self._same_dtype("all_to_all_single", dtype, out_dtype)
         if output_split_sizes is None and input_split_sizes is None:
-            job = lambda: self._collective.alltoall(src, dst, dtype).wait()  # noqa: E731
+            job = lambda: calls.alltoall(src, dst, dtype).wait()  # noqa: E731
         else:
             send = self._value_counts("input_split_sizes", input_split_sizes, input)
             recv = self._value_counts("output_split_sizes", output_split_sizes, output)
-            job = lambda: self._collective.alltoallv(src, send, dst, recv, dtype).wait()  # noqa: E731
+            job = lambda: calls.alltoallv(src, send, dst, recv, dtype).wait()  # noqa: E731
         return self._call(job, output, async_op)
 
     def _value_counts(self, name, splits, tensor):
@@ -209,10 +225,26 @@ class Collectives:
             raise ArgumentError(f"{name}: {splits}; expected {self.size} row counts >= 0 summing to {rows}")
         return [s * per_row for s in splits]
 
-    def _finish(self, op, output, report):
-        """An average is the sum divided by the ranks, and so are its bounds."""
+    def _place(self, output, *inputs):
+        """(calls, view) for a call's tensors: the host engine and values_buffer for CPU tensors, the
+        device engine on torch's current stream and device_values for CUDA ones (all on one device)."""
+        devices = {t.device for t in (output, *inputs) if hasattr(t, "device")}
+        if len(devices) > 1:
+            raise ArgumentError(f"the call's tensors are on {sorted(str(d) for d in devices)}; expected one device")
+        if not _cuda.is_cuda_tensor(output):
+            return _cuda.HostCalls(self._collective), values_buffer
+        if self._device_collective is None:
+            self._device_collective = _cuda.module().Collective(self._transport, self._device_tag_base, *self._settings)
+        stream = _cuda.current_stream(output.device)
+        return _cuda.DeviceCalls(self._device_collective, output.device, stream, (output, *inputs)), _cuda.device_values
+
+    def _finish(self, op, output, calls, report):
+        """An average is the sum divided by the ranks, and so are its bounds (the division on the call's
+        stream, waited for: the call completes with its output written)."""
         if op == "avg":
-            output.div_(self.size)
+            with calls.finishing():
+                output.div_(self.size)
+            calls.finished()
             report["error_bound"] /= self.size
             report["statistical_error_bound"] /= self.size
         return report

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/collective_data.hpp"
+#include "support/cuda_stream.hpp"
 #include "support/device_bytes.hpp"
 #include "support/faulty_transport.hpp"
 
@@ -34,18 +35,7 @@ using zcoll_test::eb;
 
 namespace {
 
-/// A stream of its own for one rank's thread.
-class rank_stream {
- public:
-  rank_stream() { zcoll::cuda::check_call(cudaStreamCreate(&stream_), "cudaStreamCreate"); }
-  ~rank_stream() { cudaStreamDestroy(stream_); }
-  rank_stream(const rank_stream&) = delete;
-  rank_stream& operator=(const rank_stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
+using rank_stream = zcoll_test::cuda_stream;  // one per rank's thread
 
 /// alltoallv with `send`/`recv` counts, on device buffers and on the host: the same values.
 template <class Codec, class T>

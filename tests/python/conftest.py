@@ -1,4 +1,4 @@
-"""Shared helpers of zcoll's Python tests: run a function on N gloo ranks in forked processes."""
+"""Shared helpers of zcoll's Python tests: run a function on N gloo ranks in forked (or spawned) processes."""
 
 import multiprocessing
 import os
@@ -39,11 +39,12 @@ def _rank_main(rank, world, port, target, args, results, done, timeout):
         os._exit(0)  # no atexit handlers of the forked parent (pytest's) in the child
 
 
-def run_ranks(world, target, *args, timeout=120):
+def run_ranks(world, target, *args, timeout=120, start_method="fork"):
     """target(rank, world, *args) on `world` forked processes in one gloo group; the list of what each
     rank returned (picklable), in rank order. A rank's exception fails the test with its traceback; a
-    rank still running after `timeout` seconds fails it as a hang."""
-    context = multiprocessing.get_context("fork")
+    rank still running after `timeout` seconds fails it as a hang. start_method "spawn" starts fresh
+    interpreters instead (CUDA cannot be used in a child forked from a process that used it)."""
+    context = multiprocessing.get_context(start_method)
     results = context.Queue()
     done = context.Barrier(world)
     port = _free_port()

@@ -41,9 +41,11 @@ def step_inputs(rank, step, dtype):
     return [(torch.randint(-8, 8, (n,), generator=g).to(torch.float32) / 8).to(dtype) for n in SIZES]
 
 
-def hooked_against_plain(rank, world, dtype_name, error_feedback, steps):
+def hooked_against_plain(rank, world, dtype_name, error_feedback, steps, device="cpu"):
+    """`device`: "cuda" runs the models, the hook's collectives and its error feedback on the GPU
+    (tests/python/test_cuda.py)."""
     dtype = getattr(torch, dtype_name)
-    model, plain = dyadic_model(dtype), dyadic_model(dtype)
+    model, plain = dyadic_model(dtype).to(device), dyadic_model(dtype).to(device)
     # Small buckets: several per step, and DDP rebuilds them after the first step.
     ddp = DDP(model, bucket_cap_mb=0.01)
     reference = DDP(plain, bucket_cap_mb=0.01)
@@ -52,7 +54,7 @@ def hooked_against_plain(rank, world, dtype_name, error_feedback, steps):
     failures = []
     for step in range(steps):
         residuals = {p: r.clone() for p, r in state.residuals.items()}
-        xs = step_inputs(rank, step, dtype)
+        xs = [x.to(device) for x in step_inputs(rank, step, dtype)]
         for net in (ddp, reference):
             net.zero_grad()
             net(xs).backward()

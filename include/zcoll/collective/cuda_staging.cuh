@@ -125,6 +125,16 @@ class Staging {
 
   exec::Cuda exec() const { return exec_; }
 
+  /// Runs the calls that follow on `stream` (a caller whose stream changes between calls, such as
+  /// torch's current stream): waits for the space's old stream first, so no step of an earlier call is
+  /// left running beside the next call's. argument_error while a call is in flight on the space.
+  void use_stream(cudaStream_t stream) {
+    if (in_use_) throw argument_error("Staging::use_stream: the space is lent to a call still in flight");
+    if (stream == exec_.stream) return;
+    wait();
+    exec_.stream = stream;
+  }
+
   /// `bytes` bytes of `area`, reallocated (contents not kept) when it holds fewer.
   std::span<std::byte> area(staging_area which, std::size_t bytes) {
     const auto index = static_cast<std::size_t>(which);
