@@ -147,7 +147,7 @@ struct host_encoded_calls {
 template <class Codec>
 constexpr bool encoded_on_the_host() {
   if constexpr (requires { typename Codec::encoder_type; }) {
-    return std::is_same_v<typename Codec::encoder_type, zcoll::encode::Huffman>;
+    return zcoll::encode::chunk_encoder<typename Codec::encoder_type>;  // Huffman, VectorLZ
   } else {
     return false;
   }
@@ -284,7 +284,7 @@ cuda_add_result measure_codec_add(const zcoll::codec_config& config, std::span<c
 }
 
 /// The registered codecs marked for the device (zcoll/codec/registry.hpp): FZLight, the row-wise
-/// quantizers, the casts and TopK; and EmbeddingHuffman, decoded there (encoded on the host). The other pipelines the CUDA driver takes (linear-bitshuffle, lorenzo-raw)
+/// quantizers, the casts and TopK; and EmbeddingHuffman and EmbeddingLZ, decoded there (encoded on the host). The other pipelines the CUDA driver takes (linear-bitshuffle, lorenzo-raw)
 /// are not: each costs this file 16 kernels of nvcc time (2 types x 2 team sizes x 2 directions), and they
 /// differ from FZLight in the per-block math alone, which the host benchmark measures.
 std::vector<std::string> device_codec_names() {

@@ -16,6 +16,7 @@
 #include "support/device_batch.hpp"
 #include "support/device_bytes.hpp"
 #include "support/huffman_inputs.hpp"
+#include "support/vector_lz_inputs.hpp"
 #include "support/test_support.hpp"
 #include "zcoll/codec/compress.hpp"
 #include "zcoll/codec/compress_to_vector.hpp"
@@ -147,13 +148,13 @@ TEST_CASE("CUDA FZLight: an all-to-all's blocks compress in one launch, packed a
 
 namespace {
 
-/// Huffman pipelines on the device: host streams of every input in one batch decode in one launch (plus
-/// the model kernel) to the host decoder's values, bit for bit.
+/// Pipelines encoded on the host (Huffman, VectorLZ) on the device: host streams of every input in one
+/// batch decode in one launch (plus the model kernel) to the host decoder's values, bit for bit.
 template <class Codec, class T>
-void check_huffman_batch(const zcoll::codec_config& config) {
+void check_host_encoded_batch(const zcoll::codec_config& config, const std::vector<std::vector<T>>& inputs) {
   const Codec codec(config);
   INFO(codec.name() << " on " << zcoll_test::type_name<T>() << ", chunk " << config.chunk_values);
-  const zcoll_test::batch_input<T> input(zcoll_test::huffman_inputs<T>());
+  const zcoll_test::batch_input<T> input(inputs);
   const auto host = zcoll_test::host_batch(codec, input);
   device_bytes workspace(zcoll::cuda::decompress_workspace_bytes(codec, std::span<const std::size_t>(input.counts)));
   const auto decoded = zcoll_test::device_decoded(codec, host, input, workspace);
@@ -162,17 +163,10 @@ void check_huffman_batch(const zcoll::codec_config& config) {
   CHECK(std::memcmp(decoded.data(), expected.data(), decoded.size() * sizeof(T)) == 0);
 }
 
-}  // namespace
-
-TEMPLATE_TEST_CASE("CUDA Huffman pipelines: host streams decode on the device to the host's values", "[cuda][pipeline][huffman]",
-                   float, double) {
-  zcoll_test::for_each_huffman_config([]<class Codec>(const zcoll::codec_config& config) { check_huffman_batch<Codec, TestType>(config); });
-}
-
-TEST_CASE("CUDA Huffman pipelines: damaged streams raise format_error when the host decoder refuses them",
-          "[cuda][pipeline][huffman][corruption]") {
-  const zcoll::EmbeddingHuffman codec({.error_bound = zcoll::absolute(1e-3), .chunk_values = 512, .fill_value = -999.0});
-  const auto x = zcoll_test::mixed_input<float>(4001, -999.0f);
+/// Damaged and truncated streams of `x`: the device refuses them (format_error) exactly when the host
+/// decoder does, and otherwise decodes the host's values.
+template <class Codec>
+void check_damaged_streams(const Codec& codec, const std::vector<float>& x) {
   const auto stream = zcoll::compress_to_vector(codec, std::span<const float>(x));
   std::mt19937_64 rng(zcoll_test::seed);
   const zcoll::exec::Cuda exec{};
@@ -188,7 +182,8 @@ TEST_CASE("CUDA Huffman pipelines: damaged streams raise format_error when the h
       damaged[rng() % std::min<std::size_t>(damaged.size(), 600)] ^= static_cast<std::byte>(1u << (rng() % 8));
     }
     zcoll::stream_header h;
-    if (zcoll::parse_stream_header(damaged.data(), damaged.size(), h) == zcoll::header_fault::none && h.chunk_values != 512) {
+    if (zcoll::parse_stream_header(damaged.data(), damaged.size(), h) == zcoll::header_fault::none &&
+        h.chunk_values != codec.config().chunk_values) {
       continue;  // the device decodes with the codec's chunk length; the host follows the header
     }
     const bool host_refuses = zcoll_test::host_refuses<float>(codec, damaged, x.size());
@@ -204,11 +199,43 @@ TEST_CASE("CUDA Huffman pipelines: damaged streams raise format_error when the h
     INFO("trial " << trial);
     REQUIRE(device_refuses == host_refuses);
     if (!host_refuses) {
-      const auto host = codec.decompress<float>(std::span<const std::byte>(damaged));
+      const auto host = codec.template decompress<float>(std::span<const std::byte>(damaged));
       const auto device = d_values.to_host<float>(x.size());
       REQUIRE(std::memcmp(host.data(), device.data(), x.size() * sizeof(float)) == 0);
     }
     refused += device_refuses;
   }
   CHECK(refused > 50);
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("CUDA Huffman pipelines: host streams decode on the device to the host's values", "[cuda][pipeline][huffman]",
+                   float, double) {
+  zcoll_test::for_each_huffman_config([]<class Codec>(const zcoll::codec_config& config) {
+    check_host_encoded_batch<Codec, TestType>(config, zcoll_test::huffman_inputs<TestType>());
+  });
+}
+
+TEST_CASE("CUDA Huffman pipelines: damaged streams raise format_error when the host decoder refuses them",
+          "[cuda][pipeline][huffman][corruption]") {
+  check_damaged_streams(zcoll::EmbeddingHuffman({.error_bound = zcoll::absolute(1e-3), .chunk_values = 512, .fill_value = -999.0}),
+                        zcoll_test::mixed_input<float>(4001, -999.0f));
+}
+
+TEMPLATE_TEST_CASE("CUDA VectorLZ pipelines: host streams decode on the device to the host's values", "[cuda][pipeline][vector-lz]",
+                   float, double) {
+  zcoll_test::for_each_vector_lz_config([](const zcoll::codec_config& config) {
+    check_host_encoded_batch<zcoll::EmbeddingLZ, TestType>(config, zcoll_test::vector_lz_inputs<TestType>(config.shape.back()));
+  });
+}
+
+TEST_CASE("CUDA VectorLZ pipelines: damaged streams raise format_error when the host decoder refuses them",
+          "[cuda][pipeline][vector-lz][corruption]") {
+  std::mt19937_64 rng(zcoll_test::seed);
+  for (const std::size_t dim : {std::size_t{4}, std::size_t{32}}) {
+    auto x = zcoll_test::lookups<float>(dim, 4000 / dim, 20, dim / 2, 0.05, rng);
+    for (std::size_t i = 0; i < x.size(); i += 29) x[i] = -999.0f;
+    check_damaged_streams(zcoll::EmbeddingLZ(zcoll_test::lz_config(512, dim, true)), x);
+  }
 }

@@ -104,10 +104,10 @@ def test_staged_collectives_take_the_device_codecs_only():
 @pytest.mark.skipif(cuda_module is None, reason="zcoll was built without its CUDA module (no nvcc)")
 def test_the_cuda_module_names_its_codecs_and_refuses_the_others():
     names = cuda_module.device_codec_names().split(", ")
-    assert {"fzlight", "int8", "int4", "fp16", "bf16", "topk", "embedding-huffman"} <= set(names)
-    assert "embedding-lz" not in names
+    assert {"fzlight", "int8", "int4", "fp16", "bf16", "topk", "embedding-huffman", "embedding-lz"} <= set(names)
+    assert "highratio-1d" not in names
     with pytest.raises(zcoll.ArgumentError, match="no device driver.*fzlight"):
-        zcoll._cuda.DeviceCodec("embedding-lz", zcoll.absolute(0.1), 0, None, (8,))
+        zcoll._cuda.DeviceCodec("highratio-1d", zcoll.absolute(0.1), 0, None, ())
     with pytest.raises(zcoll.ArgumentError, match="dtype 'int32'"):
         cuda_module.DeviceCodec("fzlight", "absolute", 0.1, 0, None, []).max_compressed_size("int32", 10)
 

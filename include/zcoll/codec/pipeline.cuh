@@ -213,17 +213,18 @@ __global__ void __launch_bounds__(Threads) decompress_tiles(zcoll::detail::decom
   }
 }
 
-/// Reads each stream's Huffman model into its decode table, a thread per stream (the host reader's
-/// checks; a model that does not read is the stream's fault, and its tiles then decode nothing).
+/// Reads each stream's Huffman model (VectorLZ's, with its literals' Huffman model, where `vector_lz`)
+/// into its decode table, a thread per stream (the host reader's checks; a model that does not read is
+/// the stream's fault, and its tiles then decode nothing).
 template <floating_value T>
-__global__ void read_models(zcoll::detail::decompress_job<T> job, codec_id codec, zcoll::detail::huffman_device_model* models,
-                            zcoll::detail::decode_fault* fault) {
+__global__ void read_models(zcoll::detail::decompress_job<T> job, codec_id codec, bool vector_lz,
+                            zcoll::detail::huffman_device_model* models, zcoll::detail::decode_fault* fault) {
   const std::uint32_t s = threadIdx.x;
   if (s >= job.layout.streams) return;
   std::uint8_t lengths[encode::detail::huffman_table_entries];
   const zcoll::detail::decode_fault f =
       zcoll::detail::read_huffman_device_model(job.in + job.stream_offset[s], job.stream_bytes[s], job.layout.chunks(s), s,
-                                               codec, value_type_of<T>, lengths, models[s]);
+                                               codec, value_type_of<T>, lengths, models[s], vector_lz);
   if (f.code != 0) report_fault(fault, f);
 }
 
@@ -358,6 +359,9 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
       return where + (f.detail == 0 ? std::string("parameter section does not fit the stream, or has bytes left after its model")
                                     : std::string("huffman model: ") +
                                           encode::detail::to_string(static_cast<encode::detail::huffman_model_fault>(f.detail)));
+    case code::bad_vector_token:
+      return where + "vector-lz: the token of vector " + std::to_string(f.detail) +
+             " reaches before the chunk's start or past the window, or a partial last vector is not a literal";
     case code::bad_sparse_index:
       return "stream " + std::to_string(f.stream) + ": topk " + zcoll::detail::to_string(static_cast<zcoll::detail::topk_index_fault>(f.detail));
     case code::wrong_row_bound: return "stream " + std::to_string(f.stream) + ": the header's error bound is not the rows' largest bound";
@@ -460,9 +464,10 @@ template <class Q, class P, class E, floating_value T>
 void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, std::span<const std::byte> in,
                       std::span<const std::uint64_t> stream_offset, std::span<const std::uint64_t> stream_bytes,
                       std::span<T> values, std::span<const std::size_t> counts, std::span<std::byte> workspace) {
-  static_assert((encode::encoder<E> || std::is_same_v<E, encode::Huffman>) && detail::scan_predictor<P>,
-                "zcoll::decompress_batch(exec::Cuda, ...): the CUDA driver takes block encoders or Huffman, the Lorenzo1D "
-                "or None predictor, and no lossless back end");
+  static_assert((encode::encoder<E> || std::is_same_v<E, encode::Huffman> || std::is_same_v<E, encode::VectorLZ>) &&
+                    detail::scan_predictor<P>,
+                "zcoll::decompress_batch(exec::Cuda, ...): the CUDA driver takes block encoders, Huffman or VectorLZ, the "
+                "Lorenzo1D or None predictor, and no lossless back end");
   namespace cd = cuda::detail;
   detail::decompress_job<T> job;
   job.layout = detail::make_layout("decompress_batch", counts, codec.config().chunk_values);
@@ -487,7 +492,8 @@ void decompress_batch(const exec::Cuda& exec, const Pipeline<Q, P, E>& codec, st
   if constexpr (encode::chunk_encoder<E>) {
     cd::check_workspace("decompress_batch", workspace, cuda::decompress_workspace_bytes(codec, counts));
     auto* const models = reinterpret_cast<detail::huffman_device_model*>(workspace.data() + w.bytes);
-    cd::read_models<<<1, detail::max_batch_streams, 0, exec.stream>>>(job, Pipeline<Q, P, E>::id, models, fault);
+    cd::read_models<<<1, detail::max_batch_streams, 0, exec.stream>>>(job, Pipeline<Q, P, E>::id,
+                                                                        std::is_same_v<E, encode::VectorLZ>, models, fault);
     cuda::check_call(cudaGetLastError(), "decompress_batch: model kernel");
     job.models = models;
   }

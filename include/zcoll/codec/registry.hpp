@@ -51,7 +51,8 @@ struct codec_traits {
   codec_input input = codec_input::values;
   collective_use collective = collective_use::none;
   bool device = false;  ///< a CUDA driver (codec/pipeline.cuh, rowwise.cuh, cast.cuh, topk.cuh) runs it in the CUDA benchmark
-  /// The CUDA driver decodes it, the host encodes it (Huffman pipelines): the CUDA benchmark's row says so.
+  /// The CUDA driver decodes it, the host encodes it (the Huffman and VectorLZ pipelines): the CUDA
+  /// benchmark's row says so.
   bool device_decode = false;
 };
 
@@ -77,7 +78,7 @@ struct codec_list {
 };
 
 namespace registry_traits {
-inline constexpr codec_traits on_rows{.input = codec_input::rows};
+inline constexpr codec_traits on_rows_decoded_on_device{.input = codec_input::rows, .device_decode = true};
 inline constexpr codec_traits collective{.collective = collective_use::every};
 inline constexpr codec_traits collective_on_rows_device{.input = codec_input::rows, .collective = collective_use::every, .device = true};
 inline constexpr codec_traits on_rows_device{.input = codec_input::rows, .device = true};
@@ -95,7 +96,7 @@ using codec_registry = codec_list<
     registered_codec<Identity, "identity", registry_traits::collective>,
     registered_codec<LinearBitShuffle, "linear-bitshuffle">,
     registered_codec<LorenzoRaw, "lorenzo-raw">,
-    registered_codec<EmbeddingLZ, "embedding-lz", registry_traits::on_rows>,
+    registered_codec<EmbeddingLZ, "embedding-lz", registry_traits::on_rows_decoded_on_device>,
     registered_codec<EmbeddingHuffman, "embedding-huffman", codec_traits{.device_decode = true}>,
     registered_codec<EmbeddingHybrid, "embedding-hybrid",
                      codec_traits{.input = codec_input::rows, .collective = collective_use::alltoall}>,

@@ -33,6 +33,7 @@ enum class decode_fault_code : std::uint32_t {
   unrepresentable_row, // row-wise compression, an input fault: a row the layout cannot hold (detail: the row; chunk: row_fault)
   bad_parameters,      // a pipeline's parameter section: does not fit, a model that does not parse (detail: the model fault), or bytes left
   bad_sparse_index,    // TopK: the form, kept count or index section (detail: topk_index_fault, codec/detail/topk_tile.hpp)
+  bad_vector_token,    // VectorLZ: a token past the window or the chunk's start, or a partial last vector's not 0 (detail: the vector)
 };
 
 /// What a streams_differ fault's detail names.

@@ -1,6 +1,7 @@
 #pragma once
 /// The CUDA decoder's parts for pipelines whose encoder is encode::Huffman (EmbeddingHuffman, and any
-/// Pipeline<Linear, None or Lorenzo1D, Huffman>): the stream's model read into a decode table on the
+/// Pipeline<Linear, None or Lorenzo1D, Huffman>) — and encode::VectorLZ, whose literals are a Huffman
+/// chunk (codec/detail/vector_lz_tile.hpp): the stream's model read into a decode table on the
 /// device (one thread a stream, the host reader's parse_huffman_model and fill_huffman_decode_table), and
 /// a chunk's residuals decoded by the team: one thread per Huffman stream of the chunk (four for chunks
 /// of 1024 values or more), into a buffer the team shares, each stream checked as the host checks it;
@@ -29,25 +30,32 @@
 namespace zcoll::detail {
 
 /// A stream's model as the tiles use it (device memory on a GPU): the decode table, whether the chunks
-/// are bit-plane blocks instead, and the parameter section's size (so that the tiles find the chunks).
+/// (a VectorLZ chunk's literals) are bit-plane blocks instead, the parameter section's size (so that the
+/// tiles find the chunks), and VectorLZ's vector length and window.
 struct huffman_device_model {
   std::uint32_t ready;           ///< 1 once the model was read without a fault
-  std::uint32_t bitplane;        ///< every chunk is bit-plane blocks
+  std::uint32_t bitplane;        ///< every chunk (VectorLZ: every chunk's literal section) is bit-plane blocks
   std::uint64_t section_bytes;   ///< the parameter section: 4 + its size field
+  std::uint32_t dim;             ///< VectorLZ: codes per vector (1..65536); 0 for Huffman
+  std::uint32_t window;          ///< VectorLZ: how many vectors back a token may reach (1..255)
   std::int32_t decode[encode::detail::huffman_table_entries];
 };
 
 /// Reads stream s's parameter section (u32 size, then the model; nothing before it for None and
 /// Lorenzo1D) into `model`: a fault for a section that does not fit the stream or a model that does not
-/// parse, as the host's read_parameter_section raises them. A header that does not parse, names another
-/// codec or value type, or does not state `chunks` chunks leaves the model not ready and is no fault
-/// here: the tiles report it. `lengths` is scratch for 4096 lengths.
+/// parse, as the host's read_parameter_section raises them. `vector_lz`: the model is VectorLZ's (vector
+/// length u32, window u8, then the literals' Huffman model, checked as VectorLZ::read_model checks them).
+/// A header that does not parse, names another codec or value type, or does not state `chunks` chunks
+/// leaves the model not ready and is no fault here: the tiles report it. `lengths` is scratch for 4096
+/// lengths.
 ZCOLL_HOST_DEVICE inline decode_fault read_huffman_device_model(const std::byte* stream, std::uint64_t length,
                                                                 std::uint32_t chunks, std::uint32_t s, codec_id codec,
                                                                 value_type type, std::uint8_t* lengths,
-                                                                huffman_device_model& model) {
+                                                                huffman_device_model& model, bool vector_lz = false) {
   namespace ed = encode::detail;
   model.ready = 0;
+  model.dim = 0;
+  model.window = 0;
   const decode_fault fault{0, s, 0, 0};
   const auto fail = [s](decode_fault_code code, std::uint64_t detail) { return stream_fault(s, code, detail); };
   stream_header h;
@@ -60,10 +68,21 @@ ZCOLL_HOST_DEVICE inline decode_fault read_huffman_device_model(const std::byte*
   std::uint32_t bytes;
   std::memcpy(&bytes, stream + at, 4);
   if (bytes > length - at - 4) return fail(decode_fault_code::bad_parameters, 0);
+  const std::byte* model_at = stream + at + 4;
+  std::uint32_t model_bytes = bytes;
+  if (vector_lz) {
+    constexpr std::uint32_t lz_bytes = 5;  // VectorLZ::lz_model_bytes: dim, window
+    if (model_bytes < lz_bytes) return fail(decode_fault_code::bad_parameters, 0);
+    std::memcpy(&model.dim, model_at, 4);
+    model.window = std::to_integer<std::uint32_t>(model_at[4]);
+    if (model.dim < 1 || model.dim > max_chunk_values || model.window < 1) return fail(decode_fault_code::bad_parameters, 0);
+    model_at += lz_bytes;
+    model_bytes -= lz_bytes;
+  }
   ed::huffman_parsed_model parsed;
-  const ed::huffman_model_fault f = ed::parse_huffman_model(stream + at + 4, bytes, lengths, parsed);
+  const ed::huffman_model_fault f = ed::parse_huffman_model(model_at, model_bytes, lengths, parsed);
   if (f != ed::huffman_model_fault::none) return fail(decode_fault_code::bad_parameters, static_cast<std::uint64_t>(f));
-  if (parsed.bytes != bytes) return fail(decode_fault_code::bad_parameters, 0);  // bytes left in the section
+  if (parsed.bytes != model_bytes) return fail(decode_fault_code::bad_parameters, 0);  // bytes left in the section
   model.bitplane = parsed.bitplane ? 1 : 0;
   model.section_bytes = 4 + std::uint64_t{bytes};
   if (!parsed.bitplane) ed::fill_huffman_decode_table(lengths, parsed.n + 1, model.decode);

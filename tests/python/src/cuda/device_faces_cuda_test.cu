@@ -137,26 +137,31 @@ TEST_CASE("device codec faces write the host face's bytes and decode to its valu
 
 TEST_CASE("device codec faces refuse what the device does not do, naming what it does", "[python-cuda]") {
   face::use_device(0);
-  REQUIRE_THROWS_WITH(face::make_device_codec("embedding-lz", {.shape = {16}}), Catch::Contains("no device driver") && Catch::Contains("fzlight"));
+  REQUIRE_THROWS_WITH(face::make_device_codec("highratio-1d", {}), Catch::Contains("no device driver") && Catch::Contains("fzlight"));
   REQUIRE_THROWS_WITH(face::use_device(1 << 20), Catch::Contains("cuda:1048576"));
 
-  // EmbeddingHuffman: the host encodes, the device decodes the host's stream.
+  // EmbeddingHuffman and EmbeddingLZ: the host encodes, the device decodes the host's stream.
   const zcoll::codec_config config{.error_bound = zcoll::absolute(1e-2), .shape = {16}};
-  auto huffman = face::make_device_codec("embedding-huffman", config);
-  const std::vector<float> values = field<float>(4096);
+  std::vector<float> values = field<float>(4096);
+  std::copy(values.begin(), values.begin() + 2048, values.begin() + 2048);  // repeated vectors for vector-lz
   owned_stream stream;
-  device_bytes d_values = device_bytes::from(std::span<const float>(values)), d_out(huffman->max_compressed_size(dtype::float32, 4096));
-  REQUIRE_THROWS_WITH(huffman->compress(dtype::float32, address(d_values), 4096, address(d_out), d_out.span().size(), stream.handle()),
-                      Catch::Contains("encoded on the host"));
-  const zcoll::EmbeddingHuffman host_codec{config};
-  std::vector<std::byte> host_stream(host_codec.max_compressed_size<float>(4096));
-  const auto bytes = zcoll::compress(zcoll::exec::Host{}, host_codec, std::span<const float>(values), std::span<std::byte>(host_stream));
-  std::vector<float> host_values(4096);
-  zcoll::decompress(zcoll::exec::Host{}, host_codec, bytes, std::span<float>(host_values));
-  device_bytes d_stream = device_bytes::from(std::span<const std::byte>(bytes)), d_decoded(4096 * sizeof(float));
-  huffman->decompress(dtype::float32, address(d_stream), bytes.size(), address(d_decoded), 4096, stream.handle());
-  const std::vector<float> decoded = d_decoded.to_host<float>(4096);
-  REQUIRE(std::memcmp(decoded.data(), host_values.data(), sizeof(float) * 4096) == 0);
+  const auto check_host_encoded = [&]<class Codec>(const char* name) {
+    auto device = face::make_device_codec(name, config);
+    device_bytes d_values = device_bytes::from(std::span<const float>(values)), d_out(device->max_compressed_size(dtype::float32, 4096));
+    REQUIRE_THROWS_WITH(device->compress(dtype::float32, address(d_values), 4096, address(d_out), d_out.span().size(), stream.handle()),
+                        Catch::Contains("encoded on the host"));
+    const Codec host_codec{config};
+    std::vector<std::byte> host_stream(host_codec.template max_compressed_size<float>(4096));
+    const auto bytes = zcoll::compress(zcoll::exec::Host{}, host_codec, std::span<const float>(values), std::span<std::byte>(host_stream));
+    std::vector<float> host_values(4096);
+    zcoll::decompress(zcoll::exec::Host{}, host_codec, bytes, std::span<float>(host_values));
+    device_bytes d_stream = device_bytes::from(std::span<const std::byte>(bytes)), d_decoded(4096 * sizeof(float));
+    device->decompress(dtype::float32, address(d_stream), bytes.size(), address(d_decoded), 4096, stream.handle());
+    const std::vector<float> decoded = d_decoded.to_host<float>(4096);
+    REQUIRE(std::memcmp(decoded.data(), host_values.data(), sizeof(float) * 4096) == 0);
+  };
+  check_host_encoded.template operator()<zcoll::EmbeddingHuffman>("embedding-huffman");
+  check_host_encoded.template operator()<zcoll::EmbeddingLZ>("embedding-lz");
 }
 
 namespace {
