@@ -110,9 +110,11 @@ class python_collective {
 }  // namespace
 
 void bind_collectives(py::module_& m) {
-  py::class_<python_request> request_class(m, "Request");
-  define_request(request_class);
+  py::class_<python_request>(m, "Request")
+      .def("wait", &python_request::wait, "Completes the call; its report (a dict). Raises the call's error.")
+      .def("test", &python_request::test, "Progresses the call without blocking; whether it has completed.");
 
+  // A Request keeps its Collective alive (keep_alive<0, 1>): the call in flight uses its engine and space.
   py::class_<python_collective>(m, "Collective")
       .def(py::init([](py::object transport, int tag_base, const std::string& codec, const std::string& bound_mode,
                        double bound_value, std::uint32_t chunk_values, std::vector<std::size_t> shape,
@@ -127,12 +129,17 @@ void bind_collectives(py::module_& m) {
            py::arg("transport"), py::arg("tag_base"), py::arg("codec"), py::arg("bound_mode"), py::arg("bound_value"),
            py::arg("chunk_values"), py::arg("shape"), py::arg("schedule"), py::arg("threads"), py::arg("verify"),
            py::arg("homomorphic"), py::arg("min_compressed_bytes"), py::arg("pipeline_values"), py::arg("staged") = false)
-      .def("allreduce", &python_collective::allreduce, py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("op"))
-      .def("reduce_scatter", &python_collective::reduce_scatter, py::arg("input"), py::arg("out"), py::arg("dtype"),
+      .def("allreduce", &python_collective::allreduce, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("op"))
+      .def("reduce_scatter", &python_collective::reduce_scatter, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("out"), py::arg("dtype"),
            py::arg("op"))
-      .def("allgather", &python_collective::allgather, py::arg("input"), py::arg("out"), py::arg("dtype"))
-      .def("alltoall", &python_collective::alltoall, py::arg("input"), py::arg("out"), py::arg("dtype"))
-      .def("alltoallv", &python_collective::alltoallv, py::arg("input"), py::arg("send_counts"), py::arg("out"),
+      .def("allgather", &python_collective::allgather, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("out"), py::arg("dtype"))
+      .def("alltoall", &python_collective::alltoall, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("out"), py::arg("dtype"))
+      .def("alltoallv", &python_collective::alltoallv, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("send_counts"), py::arg("out"),
            py::arg("recv_counts"), py::arg("dtype"));
 }
 

@@ -66,12 +66,6 @@ class python_request {
   std::vector<std::shared_ptr<void>> keep_alive_;  // released (with the GIL) after request_ completed
 };
 
-/// Request's methods on the class `request_class` of a module.
-inline void define_request(py::class_<python_request>& request_class) {
-  request_class.def("wait", &python_request::wait, "Completes the call; its report (a dict). Raises the call's error.")
-      .def("test", &python_request::test, "Progresses the call without blocking; whether it has completed.");
-}
-
 void bind_collectives(py::module_& m);
 
 }  // namespace zcoll::python

@@ -146,7 +146,7 @@ class Codec:
 def decompress(stream, out=None, dtype=None):
     """Decompresses a stream of any registered codec (the header names it); a stream in a CUDA tensor on
     its GPU."""
-    info = stream_info(stream[:_zcoll.stream_header_bytes].cpu() if _cuda.is_cuda_tensor(stream) else stream)
+    info = _cuda.header_info(stream) if _cuda.is_cuda_tensor(stream) else stream_info(stream)
     if info["codec"] not in codec_names():
         raise FormatError(f"decompress: the stream was written by {info['codec']}")
     # Decoders read their settings from the stream; a row codec's constructor still asks for a row length.

@@ -68,6 +68,13 @@ def device_bytes(x, argument, device):
     return x.data_ptr(), x.numel()
 
 
+def header_info(stream):
+    """stream_info of a stream in a CUDA tensor: its fixed header copied to the host (a wait on torch's
+    current stream)."""
+    device_bytes(stream, "decompress: stream", stream.device)
+    return stream_info(stream[:stream_header_bytes].cpu().numpy())
+
+
 def current_stream(device):
     """torch's current stream on `device` (a torch.device)."""
     return torch_module().cuda.current_stream(device)
@@ -95,7 +102,7 @@ class DeviceCodec:
         """(values, the bound every value is within), as Codec.decompress_with_bound."""
         torch = torch_module()
         data = device_bytes(stream, "decompress: stream", stream.device)
-        info = stream_info(stream[:stream_header_bytes].cpu().numpy())  # the header says the count and type
+        info = header_info(stream)
         if out is None:
             name = dtype_name(dtype) if dtype is not None else info["dtype"]
             torch_dtype = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,

@@ -210,3 +210,22 @@ def seven_ranks(rank, world):
 def test_seven_ranks():
     for failures in run_ranks(7, seven_ranks):
         assert failures == []
+
+
+def request_outlives_its_collective(rank, world):
+    import gc
+
+    import numpy as np
+
+    coll = zcoll.torch.Collectives("fzlight", zcoll.absolute(1.0 / 64))
+    data = contribution(rank, 5000, torch.float32).numpy()
+    want = sum(contribution(r, 5000, torch.float64) for r in range(world))
+    request = coll._collective.allreduce(None, data, "float32", "sum")  # the engine's call, not waited on
+    del coll
+    gc.collect()
+    report = request.wait()  # the Request keeps the Collective (its engine) alive
+    return float(np.abs(data.astype(np.float64) - want.numpy()).max()) <= report["error_bound"]
+
+
+def test_a_request_keeps_its_collective_alive():
+    assert run_ranks(2, request_outlives_its_collective) == [True, True]

@@ -50,15 +50,17 @@ class device_codec_model final : public device_codec {
     return codec_.template max_compressed_size<float>(count);  // 16-bit values travel as f32 streams
   }
 
-  std::size_t compress(dtype d, std::uintptr_t in, std::size_t count, std::uintptr_t out, std::size_t out_bytes,
+  std::size_t compress(dtype d, std::uintptr_t in, std::size_t count, std::uintptr_t out, std::size_t out_bytes, int device,
                        std::uintptr_t stream) override {
     if constexpr (!encodes) {
-      (void)d, (void)in, (void)count, (void)out, (void)out_bytes, (void)stream;
+      (void)d, (void)in, (void)count, (void)out, (void)out_bytes, (void)device, (void)stream;
       throw argument_error("compress: codec '" + std::string(Entry::name) +
                            "' is encoded on the host (its code is built from the whole stream's statistics; "
                            "docs/cuda.md); compress a CPU tensor, the device decodes the stream");
     } else {
-      space_.use_stream(as_stream(stream));
+      check_device(device);
+      const device_scope on_device(device);
+      use(device, stream);
       const std::span<std::byte> to{reinterpret_cast<std::byte*>(out), out_bytes};
       return with_dtype(d, [&]<class T>(T) -> std::size_t {
         if constexpr (half_value<T>) {
@@ -72,9 +74,11 @@ class device_codec_model final : public device_codec {
     }
   }
 
-  double decompress(dtype d, std::uintptr_t in, std::size_t stream_bytes, std::uintptr_t out, std::size_t count,
+  double decompress(dtype d, std::uintptr_t in, std::size_t stream_bytes, std::uintptr_t out, std::size_t count, int device,
                     std::uintptr_t stream) override {
-    space_.use_stream(as_stream(stream));
+    check_device(device);
+    const device_scope on_device(device);
+    use(device, stream);
     const std::span<const std::byte> from{reinterpret_cast<const std::byte*>(in), stream_bytes};
     return with_dtype(d, [&]<class T>(T) -> double {
       if constexpr (half_value<T>) {
@@ -89,6 +93,19 @@ class device_codec_model final : public device_codec {
   }
 
  private:
+  /// argument_error unless `device` is the workspace's (its first call's, recorded by use()).
+  void check_device(int device) const {
+    if (device_ >= 0 && device != device_) {
+      throw argument_error("a CUDA tensor on cuda:" + std::to_string(device) + "; this Codec's device workspace is on cuda:" +
+                           std::to_string(device_) + " (make a Codec per device)");
+    }
+  }
+  /// Inside the call's device_scope: records the device and moves the space to `stream`.
+  void use(int device, std::uintptr_t stream) {
+    device_ = device;
+    space_.use_stream(as_stream(stream));
+  }
+
   template <class T>
   std::size_t compress_values(std::span<const T> values, std::span<std::byte> out) {
     const std::size_t needed = codec_.template max_compressed_size<T>(values.size());
@@ -135,6 +152,7 @@ class device_codec_model final : public device_codec {
 
   Codec codec_;
   cuda::Staging space_;
+  int device_ = -1;  // the device of space_'s buffers, from the first call
 };
 
 template <class Entry>
@@ -151,6 +169,13 @@ void use_device(int device) {
   }
   cuda::check_call(cudaSetDevice(device), "cudaSetDevice");
 }
+
+device_scope::device_scope(int device) {
+  cuda::check_call(cudaGetDevice(&previous_), "cudaGetDevice");
+  use_device(device);
+}
+
+device_scope::~device_scope() { cudaSetDevice(previous_); }
 
 std::string device_codec_names() {
   std::string names;

@@ -36,15 +36,19 @@ device_collective::device_collective(transport_maker transport, const collective
 }
 
 device_collective::~device_collective() {
-  if (state_ && state_->device >= 0) cudaSetDevice(state_->device);  // the buffers are freed on their device
+  if (!state_ || state_->device < 0) return;
+  const device_scope on_device(state_->device);  // the buffers are freed on their device
+  state_.reset();
 }
+
+int device_collective::device() const { return state_->device; }
 
 collective_face& device_collective::on_stream(int device, std::uintptr_t stream) {
   if (state_->device >= 0 && device != state_->device) {
     throw argument_error("a CUDA tensor on cuda:" + std::to_string(device) + "; this Collectives' staging buffers are on cuda:" +
                          std::to_string(state_->device) + " (make a Collectives per device)");
   }
-  use_device(device);
+  use_device(device);  // (the caller's device_scope restores the thread's own)
   state_->device = device;
   state_->space.use_stream(reinterpret_cast<cudaStream_t>(stream));
   return *state_->face;

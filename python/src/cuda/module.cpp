@@ -38,6 +38,32 @@ std::size_t value_count(const device_span& s, dtype d, const std::string& d_name
   return s.second / size_of(d);
 }
 
+/// A call in flight on a device: its waits, and the completion its destruction forces, run with that
+/// device as the thread's, as the call's start did (the thread's own device is restored after each).
+class cuda_request {
+ public:
+  cuda_request(std::unique_ptr<python_request> request, int device) : request_(std::move(request)), device_(device) {}
+  ~cuda_request() {
+    const device_scope on_device(device_);
+    request_.reset();
+  }
+  cuda_request(const cuda_request&) = delete;
+  cuda_request& operator=(const cuda_request&) = delete;
+
+  py::dict wait() {
+    const device_scope on_device(device_);
+    return request_->wait();
+  }
+  bool test() {
+    const device_scope on_device(device_);
+    return request_->test();
+  }
+
+ private:
+  std::unique_ptr<python_request> request_;
+  int device_;
+};
+
 /// A collective on CUDA tensors. Each call moves the staging space to the caller's device and stream,
 /// then starts as the host calls do; its Request keeps `keep` (the tensors) alive until it completes.
 class cuda_collective {
@@ -45,7 +71,7 @@ class cuda_collective {
   cuda_collective(py::object transport, int tag_base, const collective_settings& settings)
       : collective_(python_transport_maker(std::move(transport), tag_base), settings) {}
 
-  std::unique_ptr<python_request> allreduce(const std::optional<device_span>& in, const device_span& out,
+  std::unique_ptr<cuda_request> allreduce(const std::optional<device_span>& in, const device_span& out,
                                             const std::string& d, const std::string& op, int device, std::uintptr_t stream,
                                             py::object keep) {
     const dtype type = parse_dtype(d, "allreduce");
@@ -55,7 +81,7 @@ class cuda_collective {
                  [&](collective_face& c) { return c.allreduce(type, input ? &*input : nullptr, view_of(out), r); });
   }
 
-  std::unique_ptr<python_request> reduce_scatter(const device_span& in, const device_span& out, const std::string& d,
+  std::unique_ptr<cuda_request> reduce_scatter(const device_span& in, const device_span& out, const std::string& d,
                                                  const std::string& op, int device, std::uintptr_t stream, py::object keep) {
     const dtype type = parse_dtype(d, "reduce_scatter");
     const reduction r = parse_reduction(op);
@@ -63,19 +89,19 @@ class cuda_collective {
                  [&](collective_face& c) { return c.reduce_scatter(type, view_of(in), view_of(out), r); });
   }
 
-  std::unique_ptr<python_request> allgather(const device_span& in, const device_span& out, const std::string& d, int device,
+  std::unique_ptr<cuda_request> allgather(const device_span& in, const device_span& out, const std::string& d, int device,
                                             std::uintptr_t stream, py::object keep) {
     const dtype type = parse_dtype(d, "allgather");
     return start(device, stream, std::move(keep), [&](collective_face& c) { return c.allgather(type, view_of(in), view_of(out)); });
   }
 
-  std::unique_ptr<python_request> alltoall(const device_span& in, const device_span& out, const std::string& d, int device,
+  std::unique_ptr<cuda_request> alltoall(const device_span& in, const device_span& out, const std::string& d, int device,
                                            std::uintptr_t stream, py::object keep) {
     const dtype type = parse_dtype(d, "alltoall");
     return start(device, stream, std::move(keep), [&](collective_face& c) { return c.alltoall(type, view_of(in), view_of(out)); });
   }
 
-  std::unique_ptr<python_request> alltoallv(const device_span& in, std::vector<std::size_t> send_counts, const device_span& out,
+  std::unique_ptr<cuda_request> alltoallv(const device_span& in, std::vector<std::size_t> send_counts, const device_span& out,
                                             std::vector<std::size_t> recv_counts, const std::string& d, int device,
                                             std::uintptr_t stream, py::object keep) {
     const dtype type = parse_dtype(d, "alltoall_single");
@@ -87,14 +113,15 @@ class cuda_collective {
  private:
   /// Starts the call without the GIL (it codes and moves its first messages).
   template <class Call>
-  std::unique_ptr<python_request> start(int device, std::uintptr_t stream, py::object keep, Call&& call) {
+  std::unique_ptr<cuda_request> start(int device, std::uintptr_t stream, py::object keep, Call&& call) {
     std::optional<request> r;
     {
       py::gil_scoped_release unlocked;
+      const device_scope on_device(device);
       r.emplace(call(collective_.on_stream(device, stream)));
     }
     std::vector<std::shared_ptr<void>> held{std::make_shared<py::object>(std::move(keep))};
-    return std::make_unique<python_request>(std::move(*r), std::move(held));
+    return std::make_unique<cuda_request>(std::make_unique<python_request>(std::move(*r), std::move(held)), device);
   }
 
   device_collective collective_;
@@ -124,8 +151,7 @@ void bind(py::module_& m) {
              const dtype type = parse_dtype(d, "compress");
              const std::size_t count = value_count(in, type, d, "compress: input");
              py::gil_scoped_release unlocked;
-             use_device(device);
-             return c.compress(type, in.first, count, out.first, out.second, stream);
+             return c.compress(type, in.first, count, out.first, out.second, device, stream);
            },
            py::arg("input"), py::arg("dtype"), py::arg("out"), py::arg("device"), py::arg("stream"))
       .def("decompress",
@@ -134,14 +160,13 @@ void bind(py::module_& m) {
              const dtype type = parse_dtype(d, "decompress");
              const std::size_t count = value_count(out, type, d, "decompress: out");
              py::gil_scoped_release unlocked;
-             use_device(device);
-             return c.decompress(type, stream_bytes.first, stream_bytes.second, out.first, count, stream);
+             return c.decompress(type, stream_bytes.first, stream_bytes.second, out.first, count, device, stream);
            },
            py::arg("stream_bytes"), py::arg("out"), py::arg("dtype"), py::arg("device"), py::arg("stream"));
 
-  // module_local: zcoll._zcoll binds the same C++ class as its own Request.
-  py::class_<python_request> request_class(m, "Request", py::module_local());
-  define_request(request_class);
+  py::class_<cuda_request>(m, "Request")
+      .def("wait", &cuda_request::wait, "Completes the call; its report (a dict). Raises the call's error.")
+      .def("test", &cuda_request::test, "Progresses the call without blocking; whether it has completed.");
 
   py::class_<cuda_collective>(m, "Collective")
       .def(py::init([](py::object transport, int tag_base, const std::string& codec, const std::string& bound_mode,
@@ -156,15 +181,20 @@ void bind(py::module_& m) {
            py::arg("transport"), py::arg("tag_base"), py::arg("codec"), py::arg("bound_mode"), py::arg("bound_value"),
            py::arg("chunk_values"), py::arg("shape"), py::arg("schedule"), py::arg("threads"), py::arg("verify"),
            py::arg("homomorphic"), py::arg("min_compressed_bytes"), py::arg("pipeline_values"))
-      .def("allreduce", &cuda_collective::allreduce, py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("op"),
+      .def("allreduce", &cuda_collective::allreduce, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("op"),
            py::arg("device"), py::arg("stream"), py::arg("keep"))
-      .def("reduce_scatter", &cuda_collective::reduce_scatter, py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("op"),
+      .def("reduce_scatter", &cuda_collective::reduce_scatter, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("op"),
            py::arg("device"), py::arg("stream"), py::arg("keep"))
-      .def("allgather", &cuda_collective::allgather, py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("device"),
+      .def("allgather", &cuda_collective::allgather, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("device"),
            py::arg("stream"), py::arg("keep"))
-      .def("alltoall", &cuda_collective::alltoall, py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("device"),
+      .def("alltoall", &cuda_collective::alltoall, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("out"), py::arg("dtype"), py::arg("device"),
            py::arg("stream"), py::arg("keep"))
-      .def("alltoallv", &cuda_collective::alltoallv, py::arg("input"), py::arg("send_counts"), py::arg("out"),
+      .def("alltoallv", &cuda_collective::alltoallv, py::keep_alive<0, 1>(),
+           py::arg("input"), py::arg("send_counts"), py::arg("out"),
            py::arg("recv_counts"), py::arg("dtype"), py::arg("device"), py::arg("stream"), py::arg("keep"));
 }
 

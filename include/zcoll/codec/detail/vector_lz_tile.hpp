@@ -11,7 +11,9 @@
 ///    per Huffman stream) or the bit-plane blocks (a thread per block);
 /// 3. each thread's block of residuals gathered: value i is lane i % dim of vector i / dim, whose copy
 ///    chain (a copy of a copy ...) ends at a literal, whose ordinal is its share's first plus the
-///    literals before it in the share.
+///    literals before it in the share. A chain that reaches the previous lane's vector stops there. A
+///    hostile stream whose chains never do costs up to a chunk's vectors per lane (time, not memory:
+///    every step moves back, within the chunk).
 ///
 /// decompress_tile (pipeline_tile.hpp) then finishes the chunk as for every encoder: the predictor, the
 /// quantizer, the exception section.
@@ -112,14 +114,23 @@ ZCOLL_HOST_DEVICE bool decode_vector_lz_chunk(Team& team, const huffman_device_m
   coded_end += split.count;
   team.sync();  // the literals and the shares' first ordinals are in place
 
-  // 3. Thread b's residuals: each value's vector, followed along its copies to a literal.
+  // 3. Thread b's residuals: each value's vector, followed along its copies to a literal. The lanes'
+  // vectors are consecutive, and a copy chain usually passes the previous lane's vector (a row repeated
+  // run after run: tokens of 1), so the walk stops there and takes that vector's literal: one step a
+  // lane instead of one a vector back.
+  std::size_t known_vector = ~std::size_t{0}, known_ordinal = 0;
   for (std::size_t j = 0; j < lanes; ++j) {
-    const std::size_t i = b * block_values + j;
-    std::size_t v = i / split.dim;
-    while (tokens[v] != 0) v -= tokens[v];  // tokens[v] <= v: the chain ends at a literal
-    const std::size_t owner = v / share;
-    std::size_t ordinal = share_first_literal[owner];
-    for (std::size_t u = owner * share; u < v; ++u) ordinal += tokens[u] == 0 ? 1 : 0;
+    const std::size_t i = b * block_values + j, vector = i / split.dim;
+    std::size_t v = vector;
+    while (tokens[v] != 0 && v != known_vector) v -= tokens[v];  // tokens[v] <= v: the chain ends at a literal
+    std::size_t ordinal = known_ordinal;
+    if (v != known_vector) {
+      const std::size_t owner = v / share;
+      ordinal = share_first_literal[owner];
+      for (std::size_t u = owner * share; u < v; ++u) ordinal += tokens[u] == 0 ? 1 : 0;
+    }
+    known_vector = vector;
+    known_ordinal = ordinal;
     residuals[j] = buffer[ordinal * split.dim + i % split.dim];
   }
   return true;  // (the caller's next scan begins with a barrier: no thread overwrites the buffer before all read it)

@@ -74,7 +74,7 @@ void check_codec(const zcoll::codec_config& config, dtype d, const std::vector<T
   const auto host_bytes = zcoll::compress(zcoll::exec::Host{}, host_codec, std::span<const T>(values), std::span<std::byte>(host_stream));
 
   device_bytes d_values = device_bytes::from(std::span<const T>(values)), d_out(host_stream.size());
-  const std::size_t written = codec.compress(d, address(d_values), n, address(d_out), d_out.span().size(), stream.handle());
+  const std::size_t written = codec.compress(d, address(d_values), n, address(d_out), d_out.span().size(), 0, stream.handle());
   REQUIRE(written == host_bytes.size());
   const std::vector<std::byte> device_stream = d_out.to_host<std::byte>(written);
   REQUIRE(std::equal(device_stream.begin(), device_stream.end(), host_bytes.begin()));
@@ -87,14 +87,14 @@ void check_codec(const zcoll::codec_config& config, dtype d, const std::vector<T
     zcoll::decompress(zcoll::exec::Host{}, host_codec, host_bytes, std::span<T>(host_values));
   }
   device_bytes d_decoded(n * sizeof(T));
-  const double rounding = codec.decompress(d, address(d_out), written, address(d_decoded), n, stream.handle());
+  const double rounding = codec.decompress(d, address(d_out), written, address(d_decoded), n, 0, stream.handle());
   const std::vector<T> decoded = d_decoded.to_host<T>(n);
   REQUIRE(std::memcmp(decoded.data(), host_values.data(), n * sizeof(T)) == 0);
   REQUIRE(rounding == host_rounding);
 
   // A truncated stream: a format_error, never a fault.
   if (written > 1) {
-    REQUIRE_THROWS_AS(codec.decompress(d, address(d_out), written - 1, address(d_decoded), n, stream.handle()), zcoll::format_error);
+    REQUIRE_THROWS_AS(codec.decompress(d, address(d_out), written - 1, address(d_decoded), n, 0, stream.handle()), zcoll::format_error);
   }
 }
 
@@ -125,7 +125,7 @@ TEST_CASE("device codec faces write the host face's bytes and decode to its valu
   check_codec<zcoll::Int8, float>(rows, dtype::float32, table, *int8, first);
   table[70] = std::numeric_limits<float>::quiet_NaN();
   device_bytes d_table = device_bytes::from(std::span<const float>(table)), d_out(int8->max_compressed_size(dtype::float32, table.size()));
-  REQUIRE_THROWS_AS(int8->compress(dtype::float32, address(d_table), table.size(), address(d_out), d_out.span().size(), first.handle()),
+  REQUIRE_THROWS_AS(int8->compress(dtype::float32, address(d_table), table.size(), address(d_out), d_out.span().size(), 0, first.handle()),
                     zcoll::argument_error);
 
   const zcoll::codec_config cast{};
@@ -137,6 +137,19 @@ TEST_CASE("device codec faces write the host face's bytes and decode to its valu
 
 TEST_CASE("device codec faces refuse what the device does not do, naming what it does", "[python-cuda]") {
   face::use_device(0);
+  {
+    // A codec's workspace stays on its first call's device; the thread's device is restored after a call.
+    auto fzlight = face::make_device_codec("fzlight", {.error_bound = zcoll::absolute(1e-3)});
+    const std::vector<float> values = field<float>(1000);
+    owned_stream stream;
+    device_bytes d_values = device_bytes::from(std::span<const float>(values)), d_out(fzlight->max_compressed_size(dtype::float32, 1000));
+    fzlight->compress(dtype::float32, address(d_values), 1000, address(d_out), d_out.span().size(), 0, stream.handle());
+    REQUIRE_THROWS_WITH(fzlight->compress(dtype::float32, address(d_values), 1000, address(d_out), d_out.span().size(), 1, stream.handle()),
+                        Catch::Contains("make a Codec per device"));
+    int current = -1;
+    zcoll::cuda::check_call(cudaGetDevice(&current), "cudaGetDevice");
+    REQUIRE(current == 0);
+  }
   REQUIRE_THROWS_WITH(face::make_device_codec("highratio-1d", {}), Catch::Contains("no device driver") && Catch::Contains("fzlight"));
   REQUIRE_THROWS_WITH(face::use_device(1 << 20), Catch::Contains("cuda:1048576"));
 
@@ -148,7 +161,7 @@ TEST_CASE("device codec faces refuse what the device does not do, naming what it
   const auto check_host_encoded = [&]<class Codec>(const char* name) {
     auto device = face::make_device_codec(name, config);
     device_bytes d_values = device_bytes::from(std::span<const float>(values)), d_out(device->max_compressed_size(dtype::float32, 4096));
-    REQUIRE_THROWS_WITH(device->compress(dtype::float32, address(d_values), 4096, address(d_out), d_out.span().size(), stream.handle()),
+    REQUIRE_THROWS_WITH(device->compress(dtype::float32, address(d_values), 4096, address(d_out), d_out.span().size(), 0, stream.handle()),
                         Catch::Contains("encoded on the host"));
     const Codec host_codec{config};
     std::vector<std::byte> host_stream(host_codec.template max_compressed_size<float>(4096));
@@ -156,7 +169,7 @@ TEST_CASE("device codec faces refuse what the device does not do, naming what it
     std::vector<float> host_values(4096);
     zcoll::decompress(zcoll::exec::Host{}, host_codec, bytes, std::span<float>(host_values));
     device_bytes d_stream = device_bytes::from(std::span<const std::byte>(bytes)), d_decoded(4096 * sizeof(float));
-    device->decompress(dtype::float32, address(d_stream), bytes.size(), address(d_decoded), 4096, stream.handle());
+    device->decompress(dtype::float32, address(d_stream), bytes.size(), address(d_decoded), 4096, 0, stream.handle());
     const std::vector<float> decoded = d_decoded.to_host<float>(4096);
     REQUIRE(std::memcmp(decoded.data(), host_values.data(), sizeof(float) * 4096) == 0);
   };
