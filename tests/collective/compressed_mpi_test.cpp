@@ -223,13 +223,15 @@ TEST_CASE("MPI: Compressed bcast, scatter, gather, alltoall and alltoallv", "[co
   }
 }
 
-TEST_CASE("MPI: staged alltoall and alltoallv (the device path's steps on HostStaging) give the host calls' values",
+TEST_CASE("MPI: staged alltoall and alltoallv (the device path's steps on HostStaging, through the host and with the "
+          "device transfer) give the host calls' values",
           "[collective][mpi][staged]") {
   const auto mpi = world();
   const int p = mpi.size(), me = mpi.rank();
   zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{world(), zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}},
                                                               {.min_compressed_bytes = 4000}};
-  zcoll::HostStaging staging;
+  const auto transfer = GENERATE(zcoll::device_transfer::through_host, zcoll::device_transfer::direct);
+  zcoll::HostStaging staging{{}, transfer};
   // Block b of rank i: (i + 2b) % 5 * 600 values (some empty, some under 1000 values: raw).
   const auto count = [](int from, int to) { return static_cast<std::size_t>((from + 2 * to) % 5) * 600; };
   std::vector<std::size_t> send_counts, recv_counts;
@@ -264,14 +266,15 @@ TEST_CASE("MPI: staged alltoall and alltoallv (the device path's steps on HostSt
   zcoll_test::require_equal<double>(staged_all, host_all, "staged alltoall");
 }
 
-TEST_CASE("MPI: staged allreduce and reduce (the device path's steps on HostStaging) give the host calls' values and "
-          "bounds",
+TEST_CASE("MPI: staged allreduce and reduce (the device path's steps on HostStaging, through the host and with the "
+          "device transfer) give the host calls' values and bounds",
           "[collective][mpi][staged]") {
   const auto mpi = world();
   const int p = mpi.size(), me = mpi.rank();
   zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{world(), zcoll::FZLight{{.error_bound = zcoll::relative(1e-4)}},
                                                       {.pipeline_values = 2000}};
-  zcoll::HostStaging staging;
+  const auto transfer = GENERATE(zcoll::device_transfer::through_host, zcoll::device_transfer::direct);
+  zcoll::HostStaging staging{{}, transfer};
   const std::size_t n = 7001 * static_cast<std::size_t>(p);
   const auto in = contribution<float>(me, n);
   std::vector<float> staged = in, host = in;

@@ -204,6 +204,26 @@ TEST_CASE("Staged reductions on host staging: the host calls' values and reports
   check_staged_reductions<zcoll::Ring, zcoll::FZLight, float>(0, zcoll::absolute(eb));
 }
 
+TEST_CASE("Staged reductions with the device transfer (the steps over CUDA-aware MPI): the host calls' values and "
+          "reports bit for bit, within the bound of the exact reduction, 1 to 8 ranks",
+          "[collective][staged][reduction][device-transfer]") {
+  using zcoll_test::DirectHostStaging;
+  const zcoll::collective_config segments{.pipeline_values = 256};
+  check_staged_reductions<zcoll::Ring, zcoll::FZLight, float, DirectHostStaging>(1000, zcoll::absolute(eb), segments);
+  check_staged_reductions<zcoll::RecursiveDoubling, zcoll::FZLight, float, DirectHostStaging>(777, zcoll::absolute(eb), segments);
+  check_staged_reductions<zcoll::Ring, zcoll::FZLight, double, DirectHostStaging>(640, zcoll::relative(1e-4));
+  check_staged_reductions<zcoll::RecursiveDoubling, zcoll::FZLight, float, DirectHostStaging>(300, zcoll::absolute(eb), {},
+                                                                                              zcoll::op::min);
+  check_staged_reductions<zcoll::Ring, zcoll::Int8, float, DirectHostStaging>(16 * 20, zcoll::absolute(eb), segments);
+  check_staged_reductions<zcoll::Ring, zcoll::Identity, float, DirectHostStaging>(100, zcoll::absolute(eb));
+  check_staged_reductions<zcoll::Ring, zcoll::FZLight, float, DirectHostStaging>(100, zcoll::absolute(eb),
+                                                                                 {.min_compressed_bytes = 1 << 20});
+  check_staged_reductions<zcoll::Ring, zcoll::FZLight, float, DirectHostStaging>(0, zcoll::absolute(eb));
+  // Sums on compressed streams: the streams stay on the host (they are added there), the rest is direct.
+  check_staged_reductions<zcoll::Ring, zcoll::FZLight, float, DirectHostStaging>(1000, zcoll::absolute(eb),
+                                                                                 {.pipeline_values = 256, .homomorphic = true});
+}
+
 TEST_CASE("Staged reductions with sums on compressed streams: the host calls' values and reports bit for bit, within "
           "the bound of the exact reduction, 1 to 8 ranks",
           "[collective][staged][reduction][homomorphic]") {

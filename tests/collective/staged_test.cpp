@@ -7,6 +7,7 @@
 
 #include "support/thread_safe_assertions.hpp"
 #include "support/collective_data.hpp"
+#include "support/device_memory_transport.hpp"
 #include "support/faulty_transport.hpp"
 #include "support/raised_by_ranks.hpp"
 #include "support/staging_spaces.hpp"
@@ -33,6 +34,7 @@
 using zcoll::transport::Local;
 using zcoll::transport::run_local;
 using zcoll_test::raised_by_ranks;
+using zcoll_test::DirectHostStaging;
 using zcoll_test::TwoStreamBatches;
 using zcoll_test::contribution;
 using zcoll_test::eb;
@@ -164,6 +166,154 @@ TEST_CASE("Staged alltoallv: blocks of every length, empty ones, raw small ones,
   check_staged_alltoallv<zcoll::Identity, zcoll::HostStaging>(0);
 }
 
+TEST_CASE("Staged alltoall and alltoallv with the device transfer (the steps over CUDA-aware MPI): the host calls' "
+          "values bit for bit, 1 to 16 ranks",
+          "[collective][alltoall][staged][device-transfer]") {
+  check_staged_alltoall<zcoll::FZLight, float, DirectHostStaging>(513);
+  check_staged_alltoall<zcoll::FZLight, double, DirectHostStaging>(4100);
+  check_staged_alltoall<zcoll::Int8, float, DirectHostStaging>(16 * 33);
+  check_staged_alltoall<zcoll::Identity, double, DirectHostStaging>(100);
+  check_staged_alltoall<zcoll::FZLight, float, DirectHostStaging>(0);
+  check_staged_alltoallv<zcoll::FZLight, DirectHostStaging>(1000);  // raw small blocks among the streams
+  check_staged_alltoallv<zcoll::Int8, DirectHostStaging>(0);
+}
+
+TEST_CASE("Staged alltoallv: the transport is handed the space's device wire areas where it takes device memory "
+          "(automatic) or the space says direct, its host areas otherwise",
+          "[collective][alltoall][staged][device-transfer]") {
+  using zcoll::device_transfer;
+  using zcoll::staging_area;
+  for (const bool takes : {false, true}) {
+    for (const device_transfer transfer : {device_transfer::automatic, device_transfer::through_host, device_transfer::direct}) {
+      const bool direct = transfer == device_transfer::direct || (transfer == device_transfer::automatic && takes);
+      run_local(4, [&](Local& t) {
+        auto blocks = std::make_shared<zcoll_test::DeviceMemoryTransport<Local>::messages>();
+        zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{zcoll_test::DeviceMemoryTransport<Local>(t, takes, blocks),
+                                                                zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}},
+                                                                {.min_compressed_bytes = 1000}};
+        zcoll_test::AreaRecordingStaging staging(transfer);
+        const int me = t.rank();
+        std::vector<std::size_t> send_counts, recv_counts;
+        std::vector<float> in;
+        for (int b = 0; b < 4; ++b) {
+          send_counts.push_back(alltoallv_count(me, b));
+          recv_counts.push_back(alltoallv_count(b, me));
+          const auto block = contribution<float>(me * 100 + b, send_counts.back());
+          in.insert(in.end(), block.begin(), block.end());
+        }
+        std::vector<float> out(std::accumulate(recv_counts.begin(), recv_counts.end(), std::size_t{0}));
+        coll.alltoallv(staging, std::span<const float>(in), std::span<const std::size_t>(send_counts), std::span<float>(out),
+                       std::span<const std::size_t>(recv_counts));
+        const std::string what = "takes " + std::to_string(takes) + " transfer " + zcoll::to_string(transfer) + " rank " +
+                                 std::to_string(me);
+        std::size_t at = 0;
+        for (int src = 0; src < 4; ++src) {
+          const auto want = contribution<float>(src * 100 + me, recv_counts[static_cast<std::size_t>(src)]);
+          require_within<float>(std::span<const float>(out).subspan(at, want.size()), want, eb, what + " from " + std::to_string(src));
+          at += want.size();
+        }
+        REQUIRE_FALSE(blocks->empty());
+        const staging_area out_area = direct ? staging_area::device_wire_out : staging_area::host_out;
+        const staging_area in_area = direct ? staging_area::device_wire_in : staging_area::host_in;
+        for (const std::span<const std::byte> block : *blocks) {
+          if (!staging.holds(out_area, block) && !staging.holds(in_area, block)) FAIL(what + ": a block met the transport outside the wire areas");
+        }
+        const staging_area unused_out = direct ? staging_area::host_out : staging_area::device_wire_out;
+        if (staging.handed(unused_out)) FAIL(what + ": the other wire's area was used");
+      });
+    }
+  }
+}
+
+namespace {
+
+/// Whether `bytes` lies in one of the areas of `staging` that are the space's device memory.
+bool in_device_area(const zcoll_test::AreaRecordingStaging& staging, std::span<const std::byte> bytes) {
+  using zcoll::staging_area;
+  for (const staging_area area : {staging_area::device_out, staging_area::device_in, staging_area::device_work,
+                                  staging_area::device_values, staging_area::device_incoming, staging_area::device_wire_out,
+                                  staging_area::device_wire_in}) {
+    if (staging.holds(area, bytes)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("Staged allgather and allreduce: every block message is the space's device memory where the transport takes "
+          "it, and none is where it does not",
+          "[collective][staged][device-transfer]") {
+  for (const bool takes : {false, true}) {
+    run_local(4, [&](Local& t) {
+      auto blocks = std::make_shared<zcoll_test::DeviceMemoryTransport<Local>::messages>();
+      const zcoll::FZLight codec{{.error_bound = zcoll::absolute(eb)}};
+      zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> doubling{zcoll_test::DeviceMemoryTransport<Local>(t, takes, blocks), codec};
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{zcoll_test::DeviceMemoryTransport<Local>(t, takes, blocks), codec,
+                                                          {.pipeline_values = 256}};
+      zcoll_test::AreaRecordingStaging staging;
+      const std::string what = "takes " + std::to_string(takes) + " rank " + std::to_string(t.rank());
+      const auto check_blocks = [&](const std::string& call) {
+        if (blocks->empty()) FAIL(what + " " + call + ": no block message");
+        for (const std::span<const std::byte> block : *blocks) {
+          if (in_device_area(staging, block) != takes) FAIL(what + " " + call + ": a block message in the wrong memory");
+        }
+        blocks->clear();
+        staging.forget();
+      };
+      const std::size_t n = 1000;
+      const auto mine = contribution<float>(t.rank(), n);
+      std::vector<float> all(4 * n);
+      doubling.allgather(staging, std::span<const float>(mine), std::span<float>(all));
+      check_blocks("allgather");
+      for (int r = 0; r < 4; ++r) {
+        require_within<float>(std::span<const float>(all).subspan(n * static_cast<std::size_t>(r), n), contribution<float>(r, n),
+                              r == t.rank() ? 0.0 : eb, what + " allgather block " + std::to_string(r));
+      }
+      std::vector<float> sum = contribution<float>(t.rank(), 4 * n);
+      ring.allreduce(staging, std::span<float>(sum), zcoll::op::sum);
+      check_blocks("ring allreduce");
+      require_within<float>(sum, zcoll_test::sum_of_contributions<float>(4, 4 * n), ring.last_report().error_bound, what + " allreduce");
+      sum = contribution<float>(t.rank(), 4 * n);
+      doubling.allreduce(staging, std::span<float>(sum), zcoll::op::sum);
+      check_blocks("recursive-doubling allreduce");
+      require_within<float>(sum, zcoll_test::sum_of_contributions<float>(4, 4 * n), doubling.last_report().error_bound,
+                            what + " recursive-doubling allreduce");
+    });
+  }
+}
+
+TEST_CASE("A direct transfer over a transport that does not take device memory is refused before the call starts",
+          "[collective][alltoall][staged][device-transfer]") {
+  run_local(3, [](Local& t) {
+    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{t, zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
+    zcoll_test::DeviceOnlyStaging staging;
+    const auto in = contribution<float>(t.rank(), 3 * 600);
+    std::vector<float> out(in.size());
+    const std::string refused = zcoll_test::error_of<zcoll::argument_error>([&] {
+      coll.alltoall(staging, std::span<const float>(in), std::span<float>(out));
+    });
+    REQUIRE(contains(refused, "alltoall (staged): the staging space's transfer is device_transfer::direct, but the transport "
+                              "does not take device memory"));
+    REQUIRE_FALSE(staging.in_use());
+    coll.alltoall(std::span<const float>(in), std::span<float>(out));  // the collective goes on
+  });
+  run_local(3, [](Local& t) {  // the same space over a transport that takes device memory
+    auto blocks = std::make_shared<zcoll_test::DeviceMemoryTransport<Local>::messages>();
+    zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> coll{zcoll_test::DeviceMemoryTransport<Local>(t, true, blocks),
+                                                            zcoll::FZLight{{.error_bound = zcoll::absolute(eb)}}};
+    zcoll_test::DeviceOnlyStaging staging;
+    const auto in = contribution<float>(t.rank(), 3 * 600);
+    std::vector<float> out(in.size());
+    coll.alltoall(staging, std::span<const float>(in), std::span<float>(out));
+    for (int src = 0; src < 3; ++src) {
+      const auto theirs = contribution<float>(src, 3 * 600);
+      require_within<float>(std::span<const float>(out).subspan(600 * static_cast<std::size_t>(src), 600),
+                            std::span<const float>(theirs).subspan(600 * static_cast<std::size_t>(t.rank()), 600),
+                            src == t.rank() ? 0.0 : eb, "from " + std::to_string(src));
+    }
+  });
+}
+
 namespace {
 
 /// One data-movement call made staged (on `Space`) and on the host by `call(coll, space or nullptr, out)`
@@ -286,6 +436,20 @@ TEST_CASE("Staged allgather, bcast, scatter and gather on host staging: the host
   check_staged_scatter_gather<zcoll::FZLight>(900);
   check_staged_scatter_gather<zcoll::FZLight, TwoStreamBatches>(900);
   check_staged_scatter_gather<zcoll::Identity>(50);
+}
+
+TEST_CASE("Staged allgather, bcast, scatter and gather with the device transfer (the steps over CUDA-aware MPI): the "
+          "host calls' values bit for bit, within the bound, 1 to 16 ranks",
+          "[collective][staged][device-transfer]") {
+  check_staged_allgather<zcoll::Ring, zcoll::FZLight, DirectHostStaging>(1000);
+  check_staged_allgather<zcoll::RecursiveDoubling, zcoll::FZLight, DirectHostStaging>(777);  // sends of blocks packed on the device
+  check_staged_allgather<zcoll::Ring, zcoll::Int8, DirectHostStaging>(16 * 9);
+  check_staged_allgather<zcoll::Ring, zcoll::Identity, DirectHostStaging>(100);
+  check_staged_allgather<zcoll::RecursiveDoubling, zcoll::FZLight, DirectHostStaging>(100, {.min_compressed_bytes = 1000});  // raw
+  check_staged_bcast<zcoll::ScatterAllgather, zcoll::FZLight, DirectHostStaging>(700);
+  check_staged_bcast<zcoll::Chain<4>, zcoll::FZLight, DirectHostStaging>(555);
+  check_staged_scatter_gather<zcoll::FZLight, DirectHostStaging>(900);
+  check_staged_scatter_gather<zcoll::Identity, DirectHostStaging>(50);
 }
 
 TEST_CASE("Staged calls: argument errors name the argument, a space serves one call in flight, and is reused by "
@@ -456,11 +620,17 @@ TEST_CASE("Staged calls with a peer whose messages are damaged at random: an err
                                                                   {.verify = true}};
       zcoll::Compressed<zcoll::Ring, zcoll::Int8> ring{Faulty(t, 1, damage), zcoll::Int8{{.shape = {1, 50}}}, {.verify = true}};
       zcoll::HostStaging staging;
+      DirectHostStaging direct;  // the received headers copied out of the device wire
       const auto in = contribution<float>(t.rank(), 3 * n);
       std::vector<float> out(3 * n);
       std::string errors;
       try {
         pairwise.alltoall(staging, std::span<const float>(in), std::span<float>(out));
+      } catch (const zcoll::error& e) {
+        errors += e.what();
+      }
+      try {
+        pairwise.alltoall(direct, std::span<const float>(in), std::span<float>(out));
       } catch (const zcoll::error& e) {
         errors += e.what();
       }

@@ -586,6 +586,7 @@ class Compressed {
     static_assert(!stateful_codec<Codec>, "Compressed: a staged call takes a codec without state; TopK, ErrorFeedback and "
                                           "Hybrid keep theirs on the host (use the call on host buffers)");
     if (!fault) fault = checked([&] { if (space.in_use()) throw argument_error(staging_in_use(what.operation)); });
+    if (!fault) fault = checked([&] { transfers_device_memory(space, engine_->transport.takes_device_memory(), what.operation); });
     staging_claim claim = fault ? staging_claim{} : staging_claim(space);  // with a fault the body never runs
     return start(what, std::move(fault), input_bytes, block_bytes,
                  [&space, run, claim = std::move(claim)](engine& e, detail::call_context& call) mutable {

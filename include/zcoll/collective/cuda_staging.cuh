@@ -11,9 +11,10 @@
 ///
 /// Device areas come from cudaMalloc and host areas from cudaMallocHost (pinned, so the copies are
 /// asynchronous DMA); each grows to the largest call it served and is then reused, so calls of one size
-/// allocate nothing after the first. Every step is enqueued on the stream; a call waits for it three
+/// allocate nothing after the first. Over a CUDA-aware transport the compressed bytes go to it from the
+/// device areas (device_transfer, staging.hpp). Every step is enqueued on the stream; a call waits for it three
 /// times (the compressed sizes, the staged bytes, the decoded values with their fault record), which is
-/// what moving the bytes through the host needs (a reduction: once a hop, and once for a relative
+/// what moving the bytes through the transport needs (a reduction: once a hop, and once for a relative
 /// bound's extent). Work the caller enqueued on the stream before the call
 /// runs first (the values are read in stream order); the call returns with its values written.
 ///
@@ -63,7 +64,7 @@ struct pinned_free {
 inline bool on_device(staging_area area) {
   return area == staging_area::device_out || area == staging_area::device_in || area == staging_area::device_work ||
          area == staging_area::device_values || area == staging_area::device_incoming || area == staging_area::device_wide_in ||
-         area == staging_area::device_wide_out;
+         area == staging_area::device_wide_out || area == staging_area::device_wire_out || area == staging_area::device_wire_in;
 }
 
 inline constexpr unsigned combine_threads = 256;
@@ -121,7 +122,14 @@ inline unsigned grid_blocks(std::uint64_t count, unsigned threads) {
 
 class Staging {
  public:
-  explicit Staging(cudaStream_t stream = nullptr) : exec_{stream} {}
+  /// `transfer`: where the compressed bytes meet the transport (staging.hpp) — by default the device
+  /// buffers for a CUDA-aware transport (transport::Mpi::takes_device_memory), the pinned host buffers
+  /// for any other.
+  explicit Staging(cudaStream_t stream = nullptr, device_transfer transfer = device_transfer::automatic)
+      : exec_{stream}, transfer_(transfer) {}
+
+  static constexpr bool device_memory_is_host_memory = false;
+  device_transfer transfer() const { return transfer_; }
 
   exec::Cuda exec() const { return exec_; }
 
@@ -297,6 +305,7 @@ class Staging {
 
  private:
   exec::Cuda exec_;
+  device_transfer transfer_;
   std::array<std::unique_ptr<std::byte, detail::device_free>, staging_areas> device_;
   std::array<std::unique_ptr<std::byte, detail::pinned_free>, staging_areas> pinned_;
   std::array<std::size_t, staging_areas> capacity_{};

@@ -4,7 +4,10 @@
 /// streams copied to host_out for the transport, the received ones copied to device_in and decompressed
 /// in batches — with memcpy for the copies and the host driver (compress_batch on exec::Host) for the
 /// codec, and host loops for a reduction's extent and combine. It is how the device collectives' staging
-/// is tested without a GPU; on the host it also compresses a call's blocks as one batch.
+/// is tested without a GPU; on the host it also compresses a call's blocks as one batch. Its device
+/// areas are host memory, which every transport takes: with device_transfer::direct a call hands the
+/// transport its device_wire areas, the steps of a call over CUDA-aware MPI (automatic, the default, does
+/// so only where the transport says it takes device memory).
 
 #include <array>
 #include <cstddef>
@@ -30,8 +33,13 @@ namespace zcoll {
 
 class HostStaging {
  public:
-  /// `exec` runs the codec (its threads compress each stream; the bytes do not depend on them).
-  explicit HostStaging(exec::Host exec = {}) : exec_(exec) {}
+  /// `exec` runs the codec (its threads compress each stream; the bytes do not depend on them);
+  /// `transfer` says where the compressed bytes meet the transport (staging.hpp).
+  explicit HostStaging(exec::Host exec = {}, device_transfer transfer = device_transfer::automatic)
+      : exec_(exec), transfer_(transfer) {}
+
+  static constexpr bool device_memory_is_host_memory = true;
+  device_transfer transfer() const { return transfer_; }
 
   std::span<std::byte> area(staging_area which, std::size_t bytes) {
     std::vector<std::byte>& buffer = areas_[static_cast<std::size_t>(which)];
@@ -120,6 +128,7 @@ class HostStaging {
 
  private:
   exec::Host exec_;
+  device_transfer transfer_;
   std::array<std::vector<std::byte>, staging_areas> areas_;
   bool in_use_ = false;
 };

@@ -14,6 +14,11 @@
 /// the same steps on host memory, with memcpy for the copies: it is how the staging logic is tested
 /// without a GPU, and a way to batch a call's compression on the host.
 ///
+/// How the compressed bytes reach the transport (device_transfer below): through the space's pinned host
+/// buffers, which any transport reads, or — where the transport takes device memory, as CUDA-aware MPI
+/// does (transport::Mpi::takes_device_memory) — straight from the space's device buffers, which saves the
+/// two copies across PCIe and the host's part in every byte.
+///
 /// A space is lent to one call at a time: a call started while another one on the same space is in
 /// flight is an argument_error (staging_in_use below; in verify mode every rank raises it).
 
@@ -42,10 +47,28 @@ enum class staging_area {
   device_incoming,  ///< a reduction hop's received values, decoded, before they are reduced
   device_wide_in,   ///< a call on 16-bit values: its input widened to float
   device_wide_out,  ///< a call on 16-bit values: its output in float, rounded to 16 bits at the end
+  device_wire_out,  ///< host_out's bytes in the space's memory, for a transport that takes device memory
+  device_wire_in,   ///< host_in's likewise
 };
 
 /// How many areas a space keeps.
-inline constexpr std::size_t staging_areas = 10;
+inline constexpr std::size_t staging_areas = 12;
+
+/// Where a staged call's compressed bytes meet the transport.
+enum class device_transfer {
+  automatic,     ///< the space's device buffers where the transport takes device memory, else through_host
+  through_host,  ///< always copied to and from the space's pinned host buffers
+  direct,        ///< always the device buffers; a transport that does not take device memory is an argument_error
+};
+
+inline const char* to_string(device_transfer transfer) {
+  switch (transfer) {
+    case device_transfer::automatic: return "automatic";
+    case device_transfer::through_host: return "through_host";
+    case device_transfer::direct: return "direct";
+  }
+  return "unknown";
+}
 
 /// A batch that did not decode: which of its streams, and the decoder's message.
 struct batch_fault {
@@ -70,7 +93,28 @@ concept staging_space = requires(S& s, staging_area area, std::size_t bytes, std
   s.wait();                                                         // until every enqueued step is done
   { s.max_batch_streams() } -> std::convertible_to<std::size_t>;
   { s.in_use() } -> std::same_as<bool&>;
+  { std::as_const(s).transfer() } -> std::same_as<device_transfer>;
+  { S::device_memory_is_host_memory } -> std::convertible_to<bool>;  // HostStaging: every transport takes it
 };
+
+/// Whether a call on `space` over a transport that does (`transport_takes_device_memory`) or does not take
+/// device memory hands the transport the space's device buffers (device_wire_out / device_wire_in) rather
+/// than its host buffers. `call` names the call in the argument_error of a direct transfer that the
+/// transport cannot take.
+template <staging_space S>
+bool transfers_device_memory(const S& space, bool transport_takes_device_memory, const char* call) {
+  switch (space.transfer()) {
+    case device_transfer::through_host: return false;
+    case device_transfer::automatic: return transport_takes_device_memory;
+    case device_transfer::direct:
+      if (transport_takes_device_memory || S::device_memory_is_host_memory) return true;
+      throw argument_error(std::string(call) +
+                           ": the staging space's transfer is device_transfer::direct, but the transport does not take "
+                           "device memory (for MPI: MPIX_Query_cuda_support() is not 1); expected device_transfer::automatic "
+                           "or through_host, or a CUDA-aware transport");
+  }
+  return false;
+}
 
 /// The argument_error a call raises when its space is lent to a call still in flight.
 inline std::string staging_in_use(const char* call) {

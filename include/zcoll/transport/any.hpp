@@ -30,6 +30,7 @@ class AnyTransport {
     virtual void wait(request_base& r) = 0;
     virtual bool test(request_base& r) = 0;
     virtual std::unique_ptr<transport_base> split(int color, int key) = 0;
+    virtual bool takes_device_memory() const = 0;
   };
 
   template <class T>
@@ -48,6 +49,7 @@ class AnyTransport {
     std::unique_ptr<transport_base> split(int color, int key) override {
       return std::make_unique<transport_model<T>>(transport.split(color, key));
     }
+    bool takes_device_memory() const override { return transport::takes_device_memory(transport); }
     T transport;
   };
 
@@ -85,6 +87,8 @@ class AnyTransport {
   }
   bool test(request& r) { return !r.impl_ || impl_->test(*r.impl_); }
   AnyTransport split(int color, int key) { return AnyTransport(impl_->split(color, key)); }
+  /// Whether the wrapped transport takes CUDA device memory (transport::takes_device_memory).
+  bool takes_device_memory() const { return impl_->takes_device_memory(); }
 
  private:
   std::unique_ptr<transport_base> impl_;

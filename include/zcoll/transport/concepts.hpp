@@ -18,6 +18,9 @@ namespace zcoll::transport {
 ///   (MPI_Comm_split); every rank of the group must call it.
 /// - abort(): this rank failed; the transport makes the other ranks' waits fail (transport_error)
 ///   instead of hanging on messages that will never come, where it can.
+/// - takes_device_memory() (optional, const): whether isend_async/irecv_async take CUDA device memory
+///   (CUDA-aware MPI); absent means no. The staged collectives hand such a transport their device
+///   buffers (collective/staging.hpp, device_transfer).
 template <class T>
 concept byte_transport = std::movable<T> &&
                          requires(T& t, const T& ct, int peer, int tag, std::span<const std::byte> out,
@@ -31,5 +34,15 @@ concept byte_transport = std::movable<T> &&
                            { t.test(r) } -> std::same_as<bool>;
                            { t.split(peer, tag) } -> std::same_as<T>;
                          };
+
+/// Whether `t` takes CUDA device memory (its takes_device_memory(), false where it has none).
+template <byte_transport T>
+bool takes_device_memory(const T& t) {
+  if constexpr (requires { { t.takes_device_memory() } -> std::convertible_to<bool>; }) {
+    return t.takes_device_memory();
+  } else {
+    return false;
+  }
+}
 
 }  // namespace zcoll::transport

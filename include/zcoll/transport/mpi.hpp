@@ -10,6 +10,9 @@
 ///     world.wait(request);
 
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's extensions: MPIX_Query_cuda_support
+#endif
 
 #include <boost/mpi/communicator.hpp>
 
@@ -136,6 +139,12 @@ class Mpi {
   /// Whether MPI runs at MPI_THREAD_MULTIPLE (MPI_Query_thread), which a progress thread needs.
   bool thread_multiple() const { return thread_level_ == MPI_THREAD_MULTIPLE; }
 
+  /// Whether MPI takes CUDA device memory in its sends and receives (CUDA-aware MPI): Open MPI's
+  /// MPIX_Query_cuda_support() at construction — 1 where the library was built with CUDA and its runtime
+  /// takes CUDA buffers. Other MPI libraries are not asked (false); a staging space with
+  /// device_transfer::direct hands them device memory anyway (collective/staging.hpp).
+  bool takes_device_memory() const { return takes_device_memory_; }
+
  private:
   struct adopt_t {};
   static constexpr adopt_t adopt{};
@@ -158,6 +167,15 @@ class Mpi {
     return own;
   }
 
+  /// Open MPI's answer where its CUDA extension is built (it is by default, with or without CUDA).
+  static bool query_cuda_support() {
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+    return MPIX_Query_cuda_support() == 1;
+#else
+    return false;
+#endif
+  }
+
   /// Takes ownership of `owned` (freed with the last copy).
   Mpi(adopt_t, MPI_Comm owned, mpi_config config)
       : comm_(owned, boost::mpi::comm_take_ownership), max_part_bytes_(config.max_part_bytes) {
@@ -167,6 +185,7 @@ class Mpi {
     }
     handle_ = owned;
     check(MPI_Query_thread(&thread_level_), "transport::Mpi", "MPI_Query_thread");
+    takes_device_memory_ = query_cuda_support();
     check(MPI_Comm_set_errhandler(handle_, MPI_ERRORS_RETURN), "transport::Mpi", "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(handle_, &rank_), "transport::Mpi", "MPI_Comm_rank");
     check(MPI_Comm_size(handle_, &size_), "transport::Mpi", "MPI_Comm_size");
@@ -714,6 +733,7 @@ class Mpi {
   int size_ = 0;
   int tag_ub_ = 32767;
   int thread_level_ = MPI_THREAD_SINGLE;
+  bool takes_device_memory_ = false;
   std::vector<int> scratch_;  // alltoallv's int counts and displacements, sized once
 };
 

@@ -60,6 +60,8 @@ class Throttled {
   int rank() const { return inner_.rank(); }
   int size() const { return inner_.size(); }
   const link_model& link() const { return link_; }
+  /// The inner transport's (the delivery stamps are host memory, which it takes too).
+  bool takes_device_memory() const { return transport::takes_device_memory(inner_); }
 
   request isend_async(int peer, int tag, std::span<const std::byte> bytes) {
     const auto start = std::max(clock::now(), link_free_);

@@ -67,16 +67,27 @@ std::span<std::byte> adjacent_destinations(const call_scratch& s, const schedule
   return {first, bytes};
 }
 
-/// The bytes of blocks [first, first + count) as one span: where they lie, when adjacent, else staged.
-inline std::span<const std::byte> contiguous_or_staged(call_scratch& s, int first, int count) {
-  std::size_t total = 0;
+/// The bytes blocks [first, first + count) take, and whether they lie back to back in memory.
+struct block_range {
+  std::size_t bytes = 0;
   bool adjacent = true;
+};
+inline block_range range_of_blocks(const call_scratch& s, int first, int count) {
+  block_range range;
   for (int b = first; b < first + count; ++b) {
     const block_location at = s.blocks[static_cast<std::size_t>(b)];
-    const block_location before = b > first ? s.blocks[static_cast<std::size_t>(b - 1)] : block_location{};
-    if (b > first && at.data != before.data + before.size) adjacent = false;
-    total += at.size;
+    if (b > first) {
+      const block_location before = s.blocks[static_cast<std::size_t>(b - 1)];
+      range.adjacent = range.adjacent && at.data == before.data + before.size;
+    }
+    range.bytes += at.size;
   }
+  return range;
+}
+
+/// The bytes of blocks [first, first + count) as one span: where they lie, when adjacent, else staged.
+inline std::span<const std::byte> contiguous_or_staged(call_scratch& s, int first, int count) {
+  const auto [total, adjacent] = range_of_blocks(s, first, count);
   if (adjacent) return {s.blocks[static_cast<std::size_t>(first)].data, total};
   s.staging.resize(total);
   std::size_t offset = 0;
@@ -112,6 +123,19 @@ struct host_block_work {
   template <floating_value T>
   void copy_values(std::span<T> to, std::span<const T> from) const {
     std::copy(from.begin(), from.end(), to.begin());
+  }
+
+  /// The call's arena with room for `bytes`: the held blocks' streams at its start, the received ranges
+  /// behind them.
+  static std::span<std::byte> arena(call_context& call, std::size_t bytes) {
+    std::vector<std::byte>& arena = call.scratch().arena;
+    arena.resize(std::max(arena.size(), bytes));
+    return arena;
+  }
+
+  /// The bytes of blocks [first, first + count) as one message.
+  static std::span<const std::byte> send_bytes(call_context& call, int first, int count) {
+    return contiguous_or_staged(call.scratch(), first, count);
   }
 
   template <floating_value T>
@@ -198,9 +222,9 @@ task<double> move_blocks_with(call_context& call, Work& work, schedule::collecti
     }
     if (s.direct[static_cast<std::size_t>(r)].empty()) arena_bytes += range_bytes(s, st.recv);
   }
-  s.arena.resize(std::max(s.arena.size(), arena_bytes));
+  const std::span<std::byte> arena = work.arena(call, arena_bytes);
   for (int b = 0; held.in_arena && b < blocks; ++b) {
-    if (plan.held(b)) s.blocks[index(b)].data = s.arena.data() + s.held_offsets[index(b)];
+    if (plan.held(b)) s.blocks[index(b)].data = arena.data() + s.held_offsets[index(b)];
   }
   // Then the bytes; a send of blocks not adjacent in memory is staged into one buffer.
   for (int r = 0; r < rounds; ++r) {
@@ -209,7 +233,7 @@ task<double> move_blocks_with(call_context& call, Work& work, schedule::collecti
     if (st.recv.active()) {
       in = s.direct[static_cast<std::size_t>(r)];
       if (in.empty()) {
-        in = std::span<std::byte>(s.arena).subspan(end, range_bytes(s, st.recv));
+        in = arena.subspan(end, range_bytes(s, st.recv));
         end += in.size();
       }
       std::size_t at = 0;
@@ -221,7 +245,7 @@ task<double> move_blocks_with(call_context& call, Work& work, schedule::collecti
     std::span<const std::byte> out;
     std::size_t raw = 0;
     if (st.send.active()) {
-      out = contiguous_or_staged(s, st.send.first_block, st.send.block_count);
+      out = work.send_bytes(call, st.send.first_block, st.send.block_count);
       for (int b = st.send.first_block; b < st.send.first_block + st.send.block_count; ++b) raw += plan.values_of(b) * sizeof(T);
     }
     co_await call.exchange(st.send, out, st.recv, in, wire::data_tag, raw);

@@ -121,10 +121,11 @@ inline std::vector<hop_segment> split_segments(std::size_t lo, std::size_t count
 }
 
 /// A segment's header has arrived: checks that the sender cut the hop as this rank did and the size it
-/// announces (wire.hpp), and posts the receive of its bytes.
-template <codec Codec, floating_value T>
-void post_segment_receive(call_context& call, const block_codec<Codec>& coder, int peer, std::vector<hop_segment>& in,
-                          std::size_t k, std::size_t hop_values) {
+/// announces (wire.hpp), and posts the receive of its bytes into into(k, bytes), `bytes` bytes of memory
+/// the transport takes (post_segment_receive below: the call's scratch).
+template <codec Codec, floating_value T, class Into>
+void post_segment_receive_into(call_context& call, const block_codec<Codec>& coder, int peer, std::vector<hop_segment>& in,
+                               std::size_t k, std::size_t hop_values, Into into) {
   call_scratch& s = call.scratch();
   const wire::hop_header& h = s.in_headers[k];
   // The bound and count the values carry go into the report's bound: a damaged one is refused.
@@ -149,8 +150,18 @@ void post_segment_receive(call_context& call, const block_codec<Codec>& coder, i
   }
   const std::uint64_t bytes = coder.template peer_size<T>(call, h.size_bytes, in[k].count, peer);
   in[k].received_bytes = static_cast<std::size_t>(bytes);
-  s.in_bytes[k].resize(in[k].received_bytes);
-  in[k].data = call.transport().irecv_async(peer, wire::data_tag, std::span<std::byte>(s.in_bytes[k]));
+  in[k].data = call.transport().irecv_async(peer, wire::data_tag, into(k, in[k].received_bytes));
+}
+
+/// post_segment_receive_into, the bytes received into s.in_bytes[k].
+template <codec Codec, floating_value T>
+void post_segment_receive(call_context& call, const block_codec<Codec>& coder, int peer, std::vector<hop_segment>& in,
+                          std::size_t k, std::size_t hop_values) {
+  call_scratch& s = call.scratch();
+  post_segment_receive_into<Codec, T>(call, coder, peer, in, k, hop_values, [&s](std::size_t segment, std::size_t bytes) {
+    s.in_bytes[segment].resize(bytes);
+    return std::span<std::byte>(s.in_bytes[segment]);
+  });
 }
 
 /// The receiving side of one pipelined hop, between and after the sends.

@@ -1,18 +1,21 @@
 #pragma once
 /// The staged all-to-all: alltoall and alltoallv on values in a staging space's memory (device buffers,
-/// collective/staging.hpp). The codec runs in the space, in batches; only compressed bytes cross to the
-/// host for the transport:
+/// collective/staging.hpp). The codec runs in the space, in batches; only compressed bytes meet the
+/// transport, in the space's wire areas — host_out / host_in, or device_wire_out / device_wire_in for a
+/// transport that takes device memory (staged_wire):
 ///
 ///   1. the outgoing blocks are compressed where they are, consecutive blocks in one batch (one launch
-///      on a GPU, the DLRM paper's packed send buffer), their sizes and then their bytes copied to
-///      host_out; blocks that travel raw are copied there as they are;
+///      on a GPU, the DLRM paper's packed send buffer), their sizes and then their bytes copied to the
+///      outgoing wire area in rank order; blocks that travel raw are copied there as they are;
 ///   2. this rank's own block is copied from `in` to `out` inside the space;
 ///   3. each pair of ranks exchanges {values, bytes} words, then the bytes (alltoallv's wire, wire.hpp);
 ///   4. every received stream's header is checked on the host (a block of another length never reaches
-///      a decoder), the streams are copied to device_in and decompressed in batches into `out`.
+///      a decoder; from device memory the headers are copied out first), the streams are copied to
+///      device_in (on the device wire they are decoded where they arrived) and decompressed in batches
+///      into `out`.
 ///
-/// The space is waited on three times: for the sizes, for the bytes in host_out, and after decompression
-/// (a device fault is read then). Whether a block is compressed follows from its length, as in the host
+/// The space is waited on three times: for the sizes, for the bytes in the wire area, and after
+/// decompression (a device fault is read then); on the device wire once more, for the headers. Whether a block is compressed follows from its length, as in the host
 /// alltoallv (detail/movement.hpp), so every element keeps the codec's bound after one compression.
 
 #include <algorithm>
@@ -71,9 +74,9 @@ struct staged_side {
 };
 
 /// Step 1: the outgoing blocks (`side.first` set) compressed in the space where `compressed(b)` holds,
-/// else raw, into host_out (`side.at`, `side.bytes` set; this rank's own block is empty).
+/// else raw, into the outgoing wire area (`side.at`, `side.bytes` set; this rank's own block is empty).
 template <codec Codec, floating_value T, staging_space Space, class Compressed>
-std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Space& space, std::span<const T> in,
+std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Space& space, staged_wire wire, std::span<const T> in,
                                     staged_side& side, Compressed compressed) {
   const int p = call.size();
   side.bytes.assign(static_cast<std::size_t>(p), 0);
@@ -89,7 +92,7 @@ std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Spac
   for (int b = 0; b < p; ++b) {
     if (b != call.rank() && !compressed(b)) side.bytes[static_cast<std::size_t>(b)] = side.values(b) * sizeof(T);
   }
-  const std::span<std::byte> host = space.area(staging_area::host_out, side.place());
+  const std::span<std::byte> host = space.area(wire.out(), side.place());
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const batch_run& run = runs[k];
     space.copy(host.subspan(side.at[static_cast<std::size_t>(run.first)], side.run_bytes(run)),
@@ -104,31 +107,37 @@ std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Spac
   return host;
 }
 
-/// Step 4: the received blocks (`side` placed in `host`) into `out`: compressed ones (compressed(b))
-/// copied into the space and decompressed in batches, raw ones copied. A block that did not decode is a
-/// format_error naming its sender.
+/// Step 4: the received blocks (`side` placed in `wired`, the incoming wire area) into `out`: compressed
+/// ones (compressed(b)) decompressed in batches in the space — copied into device_in first from the host
+/// wire — raw ones copied. A block that did not decode is a format_error naming its sender.
 template <codec Codec, floating_value T, staging_space Space, class Compressed>
-void unstage_incoming(call_context& call, const Codec& codec, Space& space, std::span<const std::byte> host,
+void unstage_incoming(call_context& call, const Codec& codec, Space& space, staged_wire wire, std::span<const std::byte> wired,
                       const staged_side& side, std::span<T> out, Compressed compressed) {
   const int p = call.size();
-  std::vector<char> decodable(static_cast<std::size_t>(p), 0);
+  const auto bytes_of = [&](std::size_t block) { return wired.subspan(side.at[block], side.bytes[block]); };
+  const std::vector<char> decodable = check_received_streams(
+      call, space, wire.on_device, static_cast<std::size_t>(p), bytes_of, [&](std::size_t b) { return side.values(static_cast<int>(b)); },
+      [](std::size_t b) { return static_cast<int>(b); },
+      [&](std::size_t b) { return static_cast<int>(b) != call.rank() && compressed(static_cast<int>(b)); });
   for (int b = 0; b < p; ++b) {
     const auto block = static_cast<std::size_t>(b);
-    const std::span<const std::byte> bytes = host.subspan(side.at[block], side.bytes[block]);
-    if (b == call.rank()) continue;
-    if (compressed(b)) {
-      decodable[block] = check_received_stream(call, bytes, side.values(b), b);
-    } else if (bytes.size() == side.values(b) * sizeof(T)) {  // else refused by alltoallv_block_size
+    const std::span<const std::byte> bytes = bytes_of(block);
+    if (b != call.rank() && !compressed(b) && bytes.size() == side.values(b) * sizeof(T)) {  // else refused by alltoallv_block_size
       space.copy(std::as_writable_bytes(out.subspan(side.first[block], side.values(b))), bytes);
     }
   }
   std::vector<batch_run> runs = batch_runs(
       p, space.max_batch_streams(), [&](int b) { return decodable[static_cast<std::size_t>(b)] != 0; }, [](int) { return true; });
-  // device_in mirrors host: a run's blocks are adjacent there, one copy a run.
-  const std::span<std::byte> device_in = space.area(staging_area::device_in, host.size());
-  for (const batch_run& run : runs) {
-    const std::uint64_t at = side.at[static_cast<std::size_t>(run.first)];
-    space.copy(device_in.subspan(at, side.run_bytes(run)), host.subspan(at, side.run_bytes(run)));
+  // device_in mirrors the host wire: a run's blocks are adjacent there, one copy a run. The device wire
+  // is decoded where it is.
+  std::span<const std::byte> device_in = wired;
+  if (!wire.on_device) {
+    const std::span<std::byte> copied = space.area(staging_area::device_in, wired.size());
+    for (const batch_run& run : runs) {
+      const std::uint64_t at = side.at[static_cast<std::size_t>(run.first)];
+      space.copy(copied.subspan(at, side.run_bytes(run)), wired.subspan(at, side.run_bytes(run)));
+    }
+    device_in = copied;
   }
   decompress_batches<T>(
       call, codec, space, runs, device_in, side.at, side.bytes,
@@ -147,8 +156,9 @@ task<> staged_alltoallv(call_context& call, const block_codec<Codec>& coder, Spa
   };
   staged_side sent{.first = std::move(send_first), .at = {}, .bytes = {}};
   staged_side received{.first = std::move(recv_first), .at = {}, .bytes = {}};
+  const staged_wire wire = wire_of(call, space);
   const auto start = clock::now();
-  const std::span<std::byte> host_out = stage_outgoing(call, coder.codec(), space, in, sent,
+  const std::span<std::byte> wire_out = stage_outgoing(call, coder.codec(), space, wire, in, sent,
                                                        [&](int b) { return b != me && compresses(sent.values(b)); });
   call.report.compress_s += seconds_since(start);
   space.copy(std::as_writable_bytes(out.subspan(received.first[static_cast<std::size_t>(me)], received.values(me))),
@@ -174,7 +184,7 @@ task<> staged_alltoallv(call_context& call, const block_codec<Codec>& coder, Spa
     received.bytes[from] =
         alltoallv_block_size<Codec, T>(call, coder, in_words, received.values(st.recv.peer), arrives_compressed[from], st.recv.peer);
   }
-  const std::span<std::byte> host_in = space.area(staging_area::host_in, received.place());
+  const std::span<std::byte> wire_in = space.area(wire.in(), received.place());
   for (int r = 0; r < rounds; ++r) {
     const schedule::step st = S::at(schedule::collective_op::alltoall, p, me, r, 0);
     std::span<const std::byte> outgoing;
@@ -182,17 +192,17 @@ task<> staged_alltoallv(call_context& call, const block_codec<Codec>& coder, Spa
     std::size_t raw = 0;
     if (st.send.active()) {
       const auto to = static_cast<std::size_t>(st.send.peer);
-      outgoing = std::span<const std::byte>(host_out).subspan(sent.at[to], sent.bytes[to]);
+      outgoing = std::span<const std::byte>(wire_out).subspan(sent.at[to], sent.bytes[to]);
       raw = sent.values(st.send.peer) * sizeof(T);
     }
     if (st.recv.active()) {
       const auto from = static_cast<std::size_t>(st.recv.peer);
-      incoming = host_in.subspan(received.at[from], received.bytes[from]);
+      incoming = wire_in.subspan(received.at[from], received.bytes[from]);
     }
     co_await call.exchange(st.send, outgoing, st.recv, incoming, wire::data_tag, raw);
   }
   const auto decoding = clock::now();
-  unstage_incoming(call, coder.codec(), space, host_in, received, out,
+  unstage_incoming(call, coder.codec(), space, wire, wire_in, received, out,
                    [&](int b) { return arrives_compressed[static_cast<std::size_t>(b)] != 0; });
   call.report.decompress_s += seconds_since(decoding);
   call.compress_now = any_compressed;

@@ -161,4 +161,62 @@ inline bool check_received_stream(call_context& call, std::span<const std::byte>
   });
 }
 
+/// Where a staged call's bytes meet the transport: the space's host areas, or its device areas for a
+/// transport that takes device memory (device_transfer, collective/staging.hpp; Compressed refused a
+/// direct transfer the transport cannot take before the call started).
+struct staged_wire {
+  bool on_device = false;
+
+  staging_area out() const { return on_device ? staging_area::device_wire_out : staging_area::host_out; }
+  staging_area in() const { return on_device ? staging_area::device_wire_in : staging_area::host_in; }
+};
+
+template <staging_space Space>
+staged_wire wire_of(call_context& call, const Space& space) {
+  return {transfers_device_memory(space, call.transport().takes_device_memory(), "staged call")};
+}
+
+/// The first stream_header_size_bytes of stream_of(k) (the whole of a shorter stream) in host memory, for
+/// the k in [0, streams) where wanted(k) holds (the others empty): streams in host memory are read where
+/// they are; streams in the space's device memory (`in_space`) have their headers copied into its
+/// host_words area (one wait).
+template <staging_space Space, class StreamOf, class Wanted>
+std::vector<std::span<const std::byte>> headers_on_host(Space& space, bool in_space, std::size_t streams, StreamOf stream_of,
+                                                        Wanted wanted) {
+  std::vector<std::span<const std::byte>> headers(streams);
+  if (streams == 0) return headers;
+  if (!in_space) {
+    for (std::size_t k = 0; k < streams; ++k) headers[k] = wanted(k) ? stream_of(k) : std::span<const std::byte>{};
+    return headers;
+  }
+  const std::span<std::byte> host = space.area(staging_area::host_words, streams * stream_header_size_bytes);
+  for (std::size_t k = 0; k < streams; ++k) {
+    if (!wanted(k)) continue;
+    const std::span<const std::byte> stream = stream_of(k);
+    const std::span<std::byte> header = host.subspan(k * stream_header_size_bytes, std::min(stream.size(), stream_header_size_bytes));
+    space.copy(header, stream.first(header.size()));
+    headers[k] = header;
+  }
+  space.wait();
+  return headers;
+}
+template <staging_space Space, class StreamOf>
+std::vector<std::span<const std::byte>> headers_on_host(Space& space, bool in_space, std::size_t streams, StreamOf stream_of) {
+  return headers_on_host(space, in_space, streams, stream_of, [](std::size_t) { return true; });
+}
+
+/// check_received_stream on the streams k in [0, streams) for which checked(k) holds: stream_of(k), of
+/// count_of(k) values, from rank from_of(k), its header read by headers_on_host (`in_space`: the stream
+/// is in the space's device memory). Returns, stream by stream, whether it is to be decoded.
+template <staging_space Space, class StreamOf, class CountOf, class FromOf, class Checked>
+std::vector<char> check_received_streams(call_context& call, Space& space, bool in_space, std::size_t streams, StreamOf stream_of,
+                                         CountOf count_of, FromOf from_of, Checked checked) {
+  const std::vector<std::span<const std::byte>> headers = headers_on_host(space, in_space, streams, stream_of, checked);
+  std::vector<char> decodable(streams, 0);
+  for (std::size_t k = 0; k < streams; ++k) {
+    if (checked(k)) decodable[k] = check_received_stream(call, headers[k], count_of(k), from_of(k));
+  }
+  return decodable;
+}
+
 }  // namespace zcoll::detail

@@ -57,12 +57,14 @@ std::vector<std::size_t> run_counts(const batch_run& run, CountOf count_of) {
   return counts;
 }
 
-/// The sending side of a staged hop: `out`'s segments of `work` compressed in the space in batches,
-/// their streams copied into the arena, each sent with its header (the bound the values carried before,
-/// `carried`, plus the stream's own); the sends are left in flight in the segments.
+/// The sending side of a staged hop: `out`'s segments of `work` compressed in the space in batches and
+/// sent from the wire — their streams copied into the arena (host memory), or, on the device wire, sent
+/// from where the batches wrote them, their headers copied out for the bounds — each with its header
+/// (the bound the values carried before, `carried`, plus the stream's own); the sends are left in flight
+/// in the segments.
 template <codec Codec, floating_value T, staging_space Space>
-void send_staged_segments(call_context& call, Space& space, const Codec& hops, int peer, std::vector<hop_segment>& out,
-                          std::size_t hop_values, hop_error carried, std::span<const T> work) {
+void send_staged_segments(call_context& call, Space& space, staged_wire wire, const Codec& hops, int peer,
+                          std::vector<hop_segment>& out, std::size_t hop_values, hop_error carried, std::span<const T> work) {
   call_scratch& s = call.scratch();
   const auto start = clock::now();
   std::vector<batch_run> runs =
@@ -72,58 +74,83 @@ void send_staged_segments(call_context& call, Space& space, const Codec& hops, i
       call, hops, space, runs,
       [&](const batch_run& run) { return work.subspan(out[static_cast<std::size_t>(run.first)].lo, run_values(counts_of(run))); },
       counts_of);
-  std::size_t arena = 0;
-  for (std::size_t k = 0; k < out.size(); ++k) {
-    out[k].stream = {.offset = arena, .size = static_cast<std::size_t>(batches.sizes[k])};
-    arena += out[k].stream.size;
+  std::span<const std::byte> sent_from;  // where the streams are sent from; out[k].stream.offset is in it
+  if (wire.on_device) {
+    std::size_t k = 0;
+    for (const batch_run& run : runs) {  // a batch's streams are packed from its out_at
+      for (std::size_t at = run.out_at; k < static_cast<std::size_t>(run.first + run.count); ++k) {
+        out[k].stream = {.offset = at, .size = static_cast<std::size_t>(batches.sizes[k])};
+        at += out[k].stream.size;
+      }
+    }
+    sent_from = batches.device_out;
+  } else {
+    std::size_t arena = 0;
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      out[k].stream = {.offset = arena, .size = static_cast<std::size_t>(batches.sizes[k])};
+      arena += out[k].stream.size;
+    }
+    s.arena.resize(std::max(s.arena.size(), arena));
+    for (const batch_run& run : runs) {  // one copy a batch
+      const hop_segment& first = out[static_cast<std::size_t>(run.first)];
+      const hop_segment& last = out[static_cast<std::size_t>(run.first + run.count - 1)];
+      const std::size_t bytes = last.stream.offset + last.stream.size - first.stream.offset;
+      space.copy(std::span<std::byte>(s.arena).subspan(first.stream.offset, bytes), batches.device_out.subspan(run.out_at, bytes));
+    }
+    space.wait();
+    sent_from = s.arena;
   }
-  s.arena.resize(std::max(s.arena.size(), arena));
-  for (const batch_run& run : runs) {  // a batch's streams are packed: one copy each
-    const hop_segment& first = out[static_cast<std::size_t>(run.first)];
-    const hop_segment& last = out[static_cast<std::size_t>(run.first + run.count - 1)];
-    const std::size_t bytes = last.stream.offset + last.stream.size - first.stream.offset;
-    space.copy(std::span<std::byte>(s.arena).subspan(first.stream.offset, bytes), batches.device_out.subspan(run.out_at, bytes));
-  }
-  space.wait();
+  const auto stream_of = [&](std::size_t k) { return sent_from.subspan(out[k].stream.offset, out[k].stream.size); };
+  const std::vector<std::span<const std::byte>> headers = headers_on_host(space, wire.on_device, out.size(), stream_of);
   call.report.compress_s += seconds_since(start);
   const auto send_start = clock::now();
   s.out_headers.assign(out.size(), wire::hop_header{});
   for (std::size_t k = 0; k < out.size(); ++k) {
     hop_segment& segment = out[k];
-    const auto stream = std::span<const std::byte>(s.arena).subspan(segment.stream.offset, segment.stream.size);
-    segment.stream.error_bound = stream.empty() ? 0.0 : read_stream_header(stream).error_bound;  // empty: the codec refused
+    segment.stream.error_bound = headers[k].empty() ? 0.0 : read_stream_header(headers[k]).error_bound;  // empty: the codec refused
     const hop_error sent = carried.after_compression(segment.stream.error_bound);
     s.out_headers[k] = {segment.stream.size, sent.bound, sent.compressions, segment.count, hop_values};
     segment.header = call.transport().isend_async(peer, wire::size_tag, std::as_bytes(std::span(&s.out_headers[k], 1)));
-    segment.data = call.transport().isend_async(peer, wire::data_tag, stream);
+    segment.data = call.transport().isend_async(peer, wire::data_tag, stream_of(k));
     call.report.bytes_sent += sizeof(wire::hop_header) + segment.stream.size;
     call.report.raw_bytes_sent += segment.count * sizeof(T);
   }
   call.report.communicate_s += seconds_since(send_start);
 }
 
-/// Streams in host memory decoded in the space: stream k (`stream_of(k)`, sent by rank `from_of(k)`, of
-/// `count_of(k)` values) is checked on the host (check_received_stream: one of another length is a
-/// format_error naming its sender, held in verify mode, and is not decoded), copied into the device_in
-/// area and decoded in batches of consecutive streams into `incoming` at first_of(k). Returns, stream by
-/// stream, whether its values decoded (a batch with a stream that did not counts as not decoded: on a
-/// device its memory may hold anything, NaN included).
+/// Streams decoded in the space: stream k (`stream_of(k)`, sent by rank `from_of(k)`, of `count_of(k)`
+/// values) is checked on the host (check_received_streams: one of another length is a format_error naming
+/// its sender, held in verify mode, and is not decoded) and decoded in batches of consecutive streams into
+/// `incoming` at first_of(k). Streams in host memory are copied into the device_in area first; streams
+/// already in the space lie in `in_space` (non-empty: the device wire area they were received into) and
+/// are decoded where they are. Returns, stream by stream, whether its values decoded (a batch with a
+/// stream that did not counts as not decoded: on a device its memory may hold anything, NaN included).
 template <codec Codec, floating_value T, staging_space Space, class StreamOf, class CountOf, class FirstOf, class FromOf>
 std::vector<char> decode_in_space(call_context& call, Space& space, const Codec& hops, std::size_t streams, StreamOf stream_of,
-                                  CountOf count_of, FirstOf first_of, FromOf from_of, std::span<T> incoming) {
-  std::vector<char> decoded(streams, 0);
+                                  CountOf count_of, FirstOf first_of, FromOf from_of, std::span<T> incoming,
+                                  std::span<const std::byte> in_space = {}) {
+  std::vector<char> decoded = check_received_streams(
+      call, space, !in_space.empty(), streams, stream_of, count_of, [&](std::size_t k) { return from_of(static_cast<int>(k)); },
+      [](std::size_t) { return true; });
   std::vector<std::uint64_t> offsets(streams, 0), sizes(streams, 0);
-  std::size_t in_bytes = 0;
-  for (std::size_t k = 0; k < streams; ++k) {
-    const std::span<const std::byte> stream = stream_of(k);
-    decoded[k] = check_received_stream(call, stream, count_of(k), from_of(static_cast<int>(k)));
-    offsets[k] = in_bytes;
-    sizes[k] = stream.size();
-    in_bytes += decoded[k] ? stream.size() : 0;
-  }
-  const std::span<std::byte> device_in = space.area(staging_area::device_in, in_bytes);
-  for (std::size_t k = 0; k < streams; ++k) {
-    if (decoded[k]) space.copy(device_in.subspan(offsets[k], sizes[k]), stream_of(k));
+  std::span<const std::byte> device_in = in_space;
+  if (in_space.empty()) {
+    std::size_t in_bytes = 0;
+    for (std::size_t k = 0; k < streams; ++k) {
+      offsets[k] = in_bytes;
+      sizes[k] = stream_of(k).size();
+      in_bytes += decoded[k] ? sizes[k] : 0;
+    }
+    const std::span<std::byte> copied = space.area(staging_area::device_in, in_bytes);
+    for (std::size_t k = 0; k < streams; ++k) {
+      if (decoded[k]) space.copy(copied.subspan(offsets[k], sizes[k]), stream_of(k));
+    }
+    device_in = copied;
+  } else {
+    for (std::size_t k = 0; k < streams; ++k) {
+      offsets[k] = static_cast<std::uint64_t>(stream_of(k).data() - in_space.data());
+      sizes[k] = stream_of(k).size();
+    }
   }
   std::vector<batch_run> runs = batch_runs(static_cast<int>(streams), space.max_batch_streams(),
                                            [&](int k) { return decoded[static_cast<std::size_t>(k)] != 0; }, [](int) { return true; });
@@ -138,23 +165,45 @@ std::vector<char> decode_in_space(call_context& call, Space& space, const Codec&
   return decoded;
 }
 
-/// The received segments `in` (their bytes in the call's scratch) decoded in the space into the
-/// device_incoming area, in order (decode_in_space). Returns the decoded values, and for each segment
-/// whether its values decoded (the others are to be left out of the reduction).
+/// The received segments `in` decoded in the space into the device_incoming area, in order
+/// (decode_in_space): their bytes are in the call's scratch, or, on the device wire, at slots[k] of
+/// `wire_in`. Returns the decoded values, and for each segment whether its values decoded (the others are
+/// to be left out of the reduction).
 template <codec Codec, floating_value T, staging_space Space>
 std::pair<std::span<T>, std::vector<char>> decode_staged_segments(call_context& call, Space& space, const Codec& hops, int peer,
-                                                                  const std::vector<hop_segment>& in, std::size_t hop_values) {
+                                                                  const std::vector<hop_segment>& in, std::size_t hop_values,
+                                                                  std::span<const std::byte> wire_in,
+                                                                  const std::vector<std::size_t>& slots) {
   const call_scratch& s = call.scratch();
   const auto start = clock::now();
   const std::span<T> incoming = values_in<T>(space.area(staging_area::device_incoming, hop_values * sizeof(T)), hop_values);
   const std::size_t hop_lo = in.empty() ? 0 : in.front().lo;
+  const auto stream_of = [&](std::size_t k) {
+    return wire_in.empty() ? std::span<const std::byte>(s.in_bytes[k]).first(in[k].received_bytes)
+                           : wire_in.subspan(slots[k], in[k].received_bytes);
+  };
   std::vector<char> decoded = decode_in_space<Codec, T>(
-      call, space, hops, in.size(),
-      [&](std::size_t k) { return std::span<const std::byte>(s.in_bytes[k]).first(in[k].received_bytes); },
-      [&](std::size_t k) { return in[k].count; }, [&](std::size_t k) { return in[k].lo - hop_lo; }, [peer](int) { return peer; },
-      incoming);
+      call, space, hops, in.size(), stream_of, [&](std::size_t k) { return in[k].count; },
+      [&](std::size_t k) { return in[k].lo - hop_lo; }, [peer](int) { return peer; }, incoming, wire_in);
   call.report.decompress_s += seconds_since(start);
   return {incoming, std::move(decoded)};
+}
+
+/// Where each received segment's bytes land in the device wire area: a slot of the most its codec may
+/// write (what post_segment_receive lets a sender announce) each, so the receives can be posted as the
+/// headers arrive. Returns the slots and the area.
+template <floating_value T, codec Codec, staging_space Space>
+std::pair<std::vector<std::size_t>, std::span<std::byte>> segment_slots(call_context& call, const block_codec<Codec>& coder,
+                                                                        Space& space, const std::vector<hop_segment>& in) {
+  std::vector<std::size_t> slots;
+  std::size_t bytes = 0;
+  for (const hop_segment& segment : in) {
+    std::size_t most = 0;  // 0 where the codec refuses the length: the announced size is refused then too
+    call.guarded(-1, [&] { most = coder.codec().template max_compressed_size<T>(segment.count); });
+    slots.push_back(bytes);
+    bytes += device_slice(most);
+  }
+  return {std::move(slots), space.area(staging_area::device_wire_in, bytes)};
 }
 
 /// Reduces (or copies) the decoded segments' values into `work`, one combine a run of consecutive
@@ -177,30 +226,40 @@ void combine_segments(Space& space, Op op, const std::vector<hop_segment>& in, c
 
 /// One compressed hop on values in the space: the receives of every segment's header are posted first,
 /// the segments sent (send_staged_segments), the received ones decoded and reduced (or copied) into
-/// `work`. The blocks received get the largest error any of their segments carried.
+/// `work`. The blocks received get the largest error any of their segments carried. On the device wire
+/// the segments' bytes are received into the space's device_wire_in area (segment_slots).
 template <codec Codec, floating_value T, staging_space Space, class Values, class Op>
-task<> staged_hop(call_context& call, const block_codec<Codec>& coder, Space& space, const Codec& hops, schedule::step st,
-                  Values values, Op op, std::span<T> work, std::vector<hop_error>& errors) {
+task<> staged_hop(call_context& call, const block_codec<Codec>& coder, Space& space, staged_wire wire, const Codec& hops,
+                  schedule::step st, Values values, Op op, std::span<T> work, std::vector<hop_error>& errors) {
   call_scratch& s = call.scratch();
   const std::size_t received_values = st.recv.active() ? values(st.recv).second : 0;
   std::vector<hop_segment> in = receive_segment_headers(call, coder.row_length(), st, values), out;
+  std::vector<std::size_t> slots;
+  std::span<std::byte> wire_in;
+  if (wire.on_device && !in.empty()) std::tie(slots, wire_in) = segment_slots<T>(call, coder, space, in);
   if (st.send.active()) {
     const auto [lo, count] = values(st.send);
     out = split_segments(lo, count, call.config().pipeline_values, coder.row_length());
-    send_staged_segments<Codec, T>(call, space, hops, st.send.peer, out, count, carried_error(errors, st.send),
+    send_staged_segments<Codec, T>(call, space, wire, hops, st.send.peer, out, count, carried_error(errors, st.send),
                                    std::span<const T>(work));
   }
   const auto start = clock::now();
   hop_error received{};
   for (std::size_t k = 0; k < in.size(); ++k) {
     co_await call.until_complete(in[k].header, st.recv.peer);
-    post_segment_receive<Codec, T>(call, coder, st.recv.peer, in, k, received_values);
+    if (wire_in.empty()) {
+      post_segment_receive<Codec, T>(call, coder, st.recv.peer, in, k, received_values);
+    } else {
+      post_segment_receive_into<Codec, T>(call, coder, st.recv.peer, in, k, received_values,
+                                          [&](std::size_t segment, std::size_t bytes) { return wire_in.subspan(slots[segment], bytes); });
+    }
     received = received.worst({s.in_headers[k].error_bound, s.in_headers[k].compressions});
   }
   for (hop_segment& segment : in) co_await call.until_complete(segment.data, st.recv.peer);
   call.report.communicate_s += seconds_since(start);
   if (st.recv.active()) {
-    const auto [incoming, decoded] = decode_staged_segments<Codec, T>(call, space, hops, st.recv.peer, in, received_values);
+    const auto [incoming, decoded] =
+        decode_staged_segments<Codec, T>(call, space, hops, st.recv.peer, in, received_values, wire_in, slots);
     const auto reduce_start = clock::now();
     combine_segments<T>(space, op, in, decoded, std::span<const T>(incoming), st.recv.reduce, work);
     call.report.reduce_s += seconds_since(reduce_start);
@@ -208,28 +267,33 @@ task<> staged_hop(call_context& call, const block_codec<Codec>& coder, Space& sp
   co_await finish_hop<Op>(call, st, out, received, errors);
 }
 
-/// One uncompressed hop on values in the space: the values sent are copied to the host, the received
-/// ones into the space, and reduced (or copied) into `work` there.
+/// One uncompressed hop on values in the space: the values sent are copied to the outgoing wire area, the
+/// received ones, in the incoming wire area, reduced (or copied) into `work` — from the host wire through
+/// the device_incoming area.
 template <floating_value T, staging_space Space, class Values, class Op>
-task<> staged_raw_hop(call_context& call, Space& space, schedule::step st, Values values, Op op, std::span<T> work) {
+task<> staged_raw_hop(call_context& call, Space& space, staged_wire wire, schedule::step st, Values values, Op op,
+                      std::span<T> work) {
   std::span<const std::byte> out;
   if (st.send.active()) {
     const auto [lo, count] = values(st.send);
-    const std::span<std::byte> host_out = space.area(staging_area::host_out, count * sizeof(T));
-    space.copy(host_out, std::as_bytes(work.subspan(lo, count)));
+    const std::span<std::byte> wire_out = space.area(wire.out(), count * sizeof(T));
+    space.copy(wire_out, std::as_bytes(work.subspan(lo, count)));
     space.wait();
-    out = host_out;
+    out = wire_out;
   }
   std::size_t lo = 0, count = 0;
   if (st.recv.active()) std::tie(lo, count) = values(st.recv);
-  const std::span<std::byte> host_in = space.area(staging_area::host_in, count * sizeof(T));
-  co_await call.exchange(st.send, out, st.recv, host_in, wire::data_tag, out.size());
+  const std::span<std::byte> wire_in = space.area(wire.in(), count * sizeof(T));
+  co_await call.exchange(st.send, out, st.recv, wire_in, wire::data_tag, out.size());
   if (!st.recv.active()) co_return;
-  const std::span<std::byte> incoming = space.area(staging_area::device_incoming, host_in.size());
-  space.copy(incoming, std::span<const std::byte>(host_in));
+  std::span<std::byte> incoming = wire_in;
+  if (!wire.on_device) {
+    incoming = space.area(staging_area::device_incoming, wire_in.size());
+    space.copy(incoming, std::span<const std::byte>(wire_in));
+  }
   space.combine(op, work.subspan(lo, count), std::span<const T>(values_in<T>(incoming, count)), st.recv.reduce);
-  // The copy out of host_in must be done before the next hop's exchange writes into it (a hop that only
-  // receives would not wait otherwise).
+  // The wire area must be read before the next hop's exchange writes into it (a hop that only receives
+  // would not wait otherwise).
   space.wait();
 }
 
@@ -239,9 +303,10 @@ template <class S, codec Codec, floating_value T, staging_space Space, class Op,
 task<std::vector<hop_error>> staged_reduce_blocks(call_context& call, const block_codec<Codec>& coder, Space& space,
                                                   schedule::collective_op kind, const Codec& hops, Op op, Range range,
                                                   std::span<T> work) {
+  const staged_wire wire = wire_of(call, space);
   auto errors = co_await reduce_rounds<S>(call, kind, range, [&](int, schedule::step st, auto values, std::vector<hop_error>& errors) {
-    return call.compress_now ? staged_hop<Codec, T>(call, coder, space, hops, st, values, op, work, errors)
-                             : staged_raw_hop<T>(call, space, st, values, op, work);
+    return call.compress_now ? staged_hop<Codec, T>(call, coder, space, wire, hops, st, values, op, work, errors)
+                             : staged_raw_hop<T>(call, space, wire, st, values, op, work);
   });
   space.wait();
   co_return errors;
