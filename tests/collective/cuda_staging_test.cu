@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "support/collective_data.hpp"
+#include "support/cuda_aware_local.hpp"
 #include "support/cuda_stream.hpp"
 #include "support/device_bytes.hpp"
 #include "support/faulty_transport.hpp"
@@ -242,4 +243,67 @@ TEST_CASE("cuda::Staging: a damaged block is a format_error naming its sender on
     if (error.find("block from rank 1") != std::string::npos) ++raised;
   });
   REQUIRE(raised == 3);
+}
+
+TEST_CASE("cuda::Staging over a CUDA-aware transport: alltoallv, allgather and the reductions move device memory and "
+          "give the host calls' values bit for bit, 1 to 7 ranks; direct over a host-only transport is refused",
+          "[cuda][collective][device-transfer]") {
+  using Aware = zcoll_test::CudaAwareLocal<Local>;
+  const zcoll::FZLight codec{{.error_bound = zcoll::absolute(eb)}};
+  std::atomic<int> refused{0};
+  for (const int p : {1, 2, 3, 4, 7}) {
+    run_local(p, [&](Local& t) {
+      const std::string rank = " rank " + std::to_string(t.rank()) + " of " + std::to_string(p);
+      rank_stream stream;
+      zcoll::cuda::Staging staging{stream.get()};  // automatic: the device wire, as the transport takes device memory
+      constexpr std::size_t n = 3000;
+      const auto total = n * static_cast<std::size_t>(p);
+
+      zcoll::Compressed<zcoll::Pairwise, zcoll::FZLight> pairwise{Aware(t), codec, {.min_compressed_bytes = 4000}};
+      std::vector<std::size_t> send, recv;
+      for (int b = 0; b < p; ++b) {
+        send.push_back(static_cast<std::size_t>((t.rank() * 3 + b * 5) % 7) * 300);
+        recv.push_back(static_cast<std::size_t>((b * 3 + t.rank() * 5) % 7) * 300);
+      }
+      const auto in = contribution<float>(t.rank(), std::accumulate(send.begin(), send.end(), std::size_t{0}));
+      const std::size_t received = std::accumulate(recv.begin(), recv.end(), std::size_t{0});
+      device_bytes d_in = device_bytes::from(std::span<const float>(in)), d_out(received * sizeof(float));
+      pairwise.alltoallv(staging, std::span<const float>(d_in.as<float>(), in.size()), std::span<const std::size_t>(send),
+                         std::span<float>(d_out.as<float>(), received), std::span<const std::size_t>(recv));
+      std::vector<float> host(received);
+      pairwise.alltoallv(std::span<const float>(in), std::span<const std::size_t>(send), std::span<float>(host),
+                         std::span<const std::size_t>(recv));
+      zcoll_test::require_equal<float>(d_out.to_host<float>(received), host, "alltoallv" + rank);
+
+      zcoll::Compressed<zcoll::RecursiveDoubling, zcoll::FZLight> doubling{Aware(t), codec};
+      const auto mine = contribution<float>(t.rank(), n);
+      device_bytes d_mine = device_bytes::from(std::span<const float>(mine)), d_all(total * sizeof(float));
+      doubling.allgather(staging, std::span<const float>(d_mine.as<float>(), n), std::span<float>(d_all.as<float>(), total));
+      host.assign(total, 0.0f);
+      doubling.allgather(std::span<const float>(mine), std::span<float>(host));
+      zcoll_test::require_equal<float>(d_all.to_host<float>(total), host, "allgather" + rank);
+
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> ring{Aware(t), codec, {.pipeline_values = 1000}};
+      const auto values = contribution<float>(t.rank(), total);
+      for (const bool raw : {false, true}) {
+        zcoll::Compressed<zcoll::Ring, zcoll::FZLight> raw_ring{Aware(t), codec, {.min_compressed_bytes = 1 << 30}};
+        auto& coll = raw ? raw_ring : ring;
+        device_bytes d_values = device_bytes::from(std::span<const float>(values));
+        coll.allreduce(staging, std::span<float>(d_values.as<float>(), total), zcoll::op::sum);
+        host = values;
+        coll.allreduce(std::span<float>(host), zcoll::op::sum);
+        zcoll_test::require_equal<float>(d_values.to_host<float>(total), host, (raw ? "raw allreduce" : "allreduce") + rank);
+      }
+
+      zcoll::cuda::Staging direct{stream.get(), zcoll::device_transfer::direct};
+      zcoll::Compressed<zcoll::Ring, zcoll::FZLight> host_only{t, codec};
+      device_bytes d_values = device_bytes::from(std::span<const float>(values));
+      try {
+        host_only.allreduce(direct, std::span<float>(d_values.as<float>(), total), zcoll::op::sum);
+      } catch (const zcoll::argument_error&) {
+        ++refused;
+      }
+    });
+    REQUIRE(refused.exchange(0) == p);
+  }
 }
