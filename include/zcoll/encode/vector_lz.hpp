@@ -326,6 +326,25 @@ class match_finder {
 
 }  // namespace detail
 
+/// How a chunk of `values` residuals splits into vectors of `dim`: `full` whole ones, then a partial one
+/// of `tail` values (only at a stream's end); `count` tokens in all. The host's VectorLZ and the device
+/// decoder (codec/detail/vector_lz_tile.hpp) both split chunks with it.
+struct chunk_vectors {
+  std::size_t dim, full, tail, count;
+};
+ZCOLL_HOST_DEVICE constexpr chunk_vectors split_into_vectors(std::size_t values, std::size_t dim) {
+  const std::size_t full = values / dim;
+  const std::size_t tail = values - full * dim;
+  return {dim, full, tail, full + (tail > 0 ? 1 : 0)};
+}
+
+/// Whether vector v's token is one the decoders take: a whole vector's within the window and the chunk's
+/// start (a copy from vector v - token), a partial last vector's 0 (always a literal).
+ZCOLL_HOST_DEVICE constexpr bool vector_token_valid(std::uint32_t token, std::size_t v, const chunk_vectors& split,
+                                                    std::uint32_t window) {
+  return v < split.full ? token <= window && token <= v : token == 0;
+}
+
 /// Vector-based LZ over one chunk of residuals; a match is a whole vector of `dim` codes.
 struct VectorLZ {
   static constexpr std::uint8_t id = 3;
@@ -445,7 +464,7 @@ struct VectorLZ {
                          std::to_string(vectors) + " token bytes");
     }
     const auto* tokens = reinterpret_cast<const std::uint8_t*>(in.data());
-    check_tokens(m, tokens, full_vectors, tail > 0);
+    check_tokens(m, tokens, shape);
     if (!m.literals.bitplane_fallback) {
       return decode_with_coded_literals(m, in, tokens, residuals, shape);
     }
@@ -465,17 +484,7 @@ struct VectorLZ {
   }
 
  private:
-  /// How a chunk of `values` residuals splits into vectors: `full` whole ones, then a partial one of
-  /// `tail` values (only at a stream's end); `count` tokens in all.
-  struct chunk_vectors {
-    std::size_t dim, full, tail, count;
-  };
-  static chunk_vectors vectors_of(const model& m, std::size_t values) {
-    const std::size_t dim = checked_dim(m);
-    const std::size_t full = values / dim;
-    const std::size_t tail = values - full * dim;
-    return {dim, full, tail, full + (tail > 0 ? 1 : 0)};
-  }
+  static chunk_vectors vectors_of(const model& m, std::size_t values) { return split_into_vectors(values, checked_dim(m)); }
 
   /// Per-thread scratch for the literal residuals of one chunk (at most 65536 values).
   template <class V>
@@ -539,21 +548,19 @@ struct VectorLZ {
     return m.dim;
   }
 
-  /// Every token within the window and the chunk; a partial last vector's token 0.
-  static void check_tokens(const model& m, const std::uint8_t* tokens, std::size_t full_vectors, bool has_tail) {
+  /// Every token within the window and the chunk; a partial last vector's token 0 (vector_token_valid).
+  static void check_tokens(const model& m, const std::uint8_t* tokens, const chunk_vectors& shape) {
     // Branch-free scan first (a valid chunk is the common case); the message needs the loop again.
-    bool bad = has_tail && tokens[full_vectors] != 0;
-    const std::size_t first_unbounded = std::min<std::size_t>(full_vectors, max_window);
-    for (std::size_t v = 0; v < first_unbounded; ++v) bad |= tokens[v] > m.window || tokens[v] > v;
-    for (std::size_t v = first_unbounded; v < full_vectors; ++v) bad |= tokens[v] > m.window;
+    bool bad = false;
+    for (std::size_t v = 0; v < shape.count; ++v) bad |= !vector_token_valid(tokens[v], v, shape, m.window);
     if (!bad) return;
-    for (std::size_t v = 0; v < full_vectors; ++v) {
-      if (tokens[v] > m.window || tokens[v] > v) {
+    for (std::size_t v = 0; v < shape.full; ++v) {
+      if (!vector_token_valid(tokens[v], v, shape, m.window)) {
         throw format_error("vector-lz: token " + std::to_string(tokens[v]) + " of vector " + std::to_string(v) +
                            " reaches before the chunk's start or past the window of " + std::to_string(m.window));
       }
     }
-    throw format_error("vector-lz: token " + std::to_string(tokens[full_vectors]) +
+    throw format_error("vector-lz: token " + std::to_string(tokens[shape.full]) +
                        " of the partial last vector; a partial vector is always a literal (0)");
   }
 };

@@ -27,25 +27,9 @@
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/encode/bitshuffle.hpp"
+#include "zcoll/encode/vector_lz.hpp"
 
 namespace zcoll::detail {
-
-/// How a chunk of n residuals splits into vectors of `dim`: `full` whole ones and a partial one of `tail`
-/// values (the stream's end only); `count` tokens.
-struct chunk_vector_split {
-  std::size_t dim, full, tail, count;
-};
-ZCOLL_HOST_DEVICE constexpr chunk_vector_split split_into_vectors(std::size_t n, std::size_t dim) {
-  const std::size_t full = n / dim;
-  return {dim, full, n - full * dim, full + (n % dim != 0 ? 1 : 0)};
-}
-
-/// Whether vector v's token is one the host decoder takes: within the window and the chunk's start for a
-/// whole vector, 0 for the partial last one.
-ZCOLL_HOST_DEVICE constexpr bool vector_token_valid(std::uint32_t token, std::size_t v, const chunk_vector_split& split,
-                                                    std::uint32_t window) {
-  return v < split.full ? token <= window && token <= v : token == 0;
-}
 
 /// Decodes VectorLZ chunk data at `chunk` (the pipeline's kind byte first, `size` bytes, n residuals) with
 /// the team: thread b's block of residuals into `residuals` (`lanes` of them). `buffer` (room for n words,
@@ -58,7 +42,7 @@ ZCOLL_HOST_DEVICE bool decode_vector_lz_chunk(Team& team, const huffman_device_m
                                               std::uint32_t* buffer, std::uint32_t* residuals, std::size_t lanes,
                                               std::size_t& coded_end, const Fail& fail) {
   const unsigned b = team.rank(), threads = team.size();
-  const chunk_vector_split split = split_into_vectors(n, model.dim);
+  const encode::chunk_vectors split = encode::split_into_vectors(n, model.dim);
   if (size < 1 + split.count) {  // the tokens do not fit (the same on every thread)
     if (b == 0) fail(decode_fault_code::bad_block, size);
     return false;
@@ -73,7 +57,7 @@ ZCOLL_HOST_DEVICE bool decode_vector_lz_chunk(Team& team, const huffman_device_m
   std::uint32_t literal_vectors = 0, bad = 0;
   std::size_t first_bad = 0;
   for (std::size_t v = v0; v < v1; ++v) {
-    const bool valid = vector_token_valid(tokens[v], v, split, model.window);
+    const bool valid = encode::vector_token_valid(tokens[v], v, split, model.window);
     if (!valid && bad == 0) first_bad = v;
     bad += valid ? 0 : 1;
     literal_vectors += tokens[v] == 0 ? 1 : 0;
