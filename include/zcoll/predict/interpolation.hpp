@@ -111,6 +111,99 @@ struct interpolation_box {
   }
 };
 
+/// The prediction of the point at coordinate c of a line of the box (grid index base + c' * stride at
+/// coordinate c', e points), at level s: cubic from c -+ s and c -+ 3s where all four exist, the
+/// three-point forms where one of the outer two is missing, linear from c -+ s, else the one neighbour
+/// there is (or 0). A neighbour exists where it lies on the line and in the chunk.
+ZCOLL_ALWAYS_INLINE std::int64_t predict_on_line(const interpolation_box& b, const std::uint32_t* recon, std::uint64_t base,
+                                                 std::uint64_t stride, std::uint64_t e, std::uint64_t c, std::uint64_t s,
+                                                 bool cubic) {
+  const std::uint64_t end = b.offset + b.count;
+  const auto at = static_cast<std::int64_t>(c), is = static_cast<std::int64_t>(s);
+  const auto exists = [&](std::int64_t k) {
+    if (k < 0 || static_cast<std::uint64_t>(k) >= e) return false;
+    const std::uint64_t v = base + static_cast<std::uint64_t>(k) * stride;
+    return v >= b.offset && v < end;
+  };
+  const auto code = [&](std::int64_t k) -> std::int64_t {
+    return static_cast<std::int32_t>(recon[base + static_cast<std::uint64_t>(k) * stride - b.offset]);
+  };
+  const bool has_a = exists(at - is), has_b = exists(at + is);
+  if (has_a && has_b) {
+    const std::int64_t qa = code(at - is), qb = code(at + is);
+    const bool has_aa = cubic && exists(at - 3 * is), has_bb = cubic && exists(at + 3 * is);
+    if (has_aa && has_bb) return (-code(at - 3 * is) + 9 * qa + 9 * qb - code(at + 3 * is) + 8) >> 4;
+    if (has_aa) return (-code(at - 3 * is) + 6 * qa + 3 * qb + 4) >> 3;
+    if (has_bb) return (3 * qa + 6 * qb - code(at + 3 * is) + 4) >> 3;
+    return (qa + qb + 1) >> 1;
+  }
+  if (has_a) return code(at - is);
+  if (has_b) return code(at + is);
+  return 0;
+}
+
+/// A step along axis 0 or 1 (its lines run across memory): the step's points taken row by row along axis 2
+/// (stride 1) instead, so that consecutive points, and the rows of
+/// neighbours they read, are near in memory (the points of a step are independent: any order gives the
+/// same values). On each row the points whose neighbours all lie in the chunk are predicted without
+/// checks; the others, at a chunk's cut, by predict_on_line.
+template <class Apply>
+void interpolation_step_across(const interpolation_box& b, const std::uint32_t* recon, std::uint64_t s, unsigned axis,
+                               unsigned slow, std::uint64_t slow_step, std::uint64_t fast_step, bool cubic, Apply apply) {
+  const std::uint64_t e = b.extent[axis], stride = b.stride[axis], e1 = b.extent[2];
+  const auto offset = static_cast<std::int64_t>(b.offset), end = offset + static_cast<std::int64_t>(b.count);
+  // fast_step is s or 2s, a power of two.
+  const auto round_up = [&](std::uint64_t c1) { return (c1 + fast_step - 1) & ~(fast_step - 1); };
+  // The first c1 (a multiple of fast_step) at which the row starting at grid index `row` is in the chunk,
+  // and the first past it (at most e1).
+  const auto first_in = [&](std::int64_t row) -> std::uint64_t {
+    return row >= offset ? 0 : round_up(static_cast<std::uint64_t>(offset - row));
+  };
+  const auto first_past = [&](std::int64_t row) -> std::uint64_t {
+    return row >= end ? 0 : std::min(round_up(static_cast<std::uint64_t>(end - row)), e1);
+  };
+  const auto q = [recon](std::int64_t i) -> std::int64_t { return static_cast<std::int32_t>(recon[i]); };
+  for (std::uint64_t c0 = 0; c0 < b.extent[slow]; c0 += slow_step) {
+    const std::uint64_t plane = c0 * b.stride[slow];
+    for (std::uint64_t c = s; c < e; c += 2 * s) {
+      const auto row = static_cast<std::int64_t>(plane + c * stride);
+      const std::uint64_t point_lo = first_in(row), point_hi = first_past(row);
+      if (point_lo >= point_hi) continue;
+      const bool has_b = c + s < e, has_aa = cubic && c >= 3 * s, has_bb = cubic && c + 3 * s < e;
+      const auto is = static_cast<std::int64_t>(s * stride);
+      const std::int64_t ia = row - is - offset, ib = row + is - offset, iaa = row - 3 * is - offset, ibb = row + 3 * is - offset;
+      const std::uint64_t fast_lo = std::max(point_lo, first_in(row - (has_aa ? 3 : 1) * is));
+      const std::uint64_t fast_hi = std::min(point_hi, first_past(row + (has_bb ? 3 : has_b ? 1 : 0) * is));
+      std::uint64_t c1 = point_lo;
+      const auto checked = [&](std::uint64_t k) {
+        apply(static_cast<std::size_t>(row - offset + static_cast<std::int64_t>(k)), predict_on_line(b, recon, plane + k, stride, e, c, s, cubic));
+      };
+      if (fast_lo < fast_hi) {
+        for (; c1 < fast_lo; c1 += fast_step) checked(c1);
+        const auto run = [&](auto predict) {
+          for (std::uint64_t k = fast_lo; k < fast_hi; k += fast_step) {
+            const auto at = static_cast<std::int64_t>(k);
+            apply(static_cast<std::size_t>(row - offset + at), predict(at));
+          }
+        };
+        if (has_aa && has_bb) {
+          run([&](std::int64_t at) { return (-q(iaa + at) + 9 * q(ia + at) + 9 * q(ib + at) - q(ibb + at) + 8) >> 4; });
+        } else if (has_aa && has_b) {
+          run([&](std::int64_t at) { return (-q(iaa + at) + 6 * q(ia + at) + 3 * q(ib + at) + 4) >> 3; });
+        } else if (has_bb) {
+          run([&](std::int64_t at) { return (3 * q(ia + at) + 6 * q(ib + at) - q(ibb + at) + 4) >> 3; });
+        } else if (has_b) {
+          run([&](std::int64_t at) { return (q(ia + at) + q(ib + at) + 1) >> 1; });
+        } else {
+          run([&](std::int64_t at) { return q(ia + at); });
+        }
+        c1 = fast_hi;
+      }
+      for (; c1 < point_hi; c1 += fast_step) checked(c1);
+    }
+  }
+}
+
 /// One step of the walk: every point whose coordinate along `axis` is an odd multiple of `s`, whose
 /// coordinates along the axes earlier in the level's order are multiples of s and along the later ones
 /// multiples of 2s, gets `apply(chunk index, prediction)`, the prediction made from `recon` (the chunk's
@@ -128,46 +221,26 @@ ZCOLL_ALWAYS_INLINE void interpolation_step(const interpolation_box& b, const st
   const std::uint64_t step0 = rank[other[0]] < rank[axis] ? s : 2 * s;
   const std::uint64_t step1 = rank[other[1]] < rank[axis] ? s : 2 * s;
   const std::uint64_t stride = b.stride[axis];
+  if (axis != 2) {  // other[1] is axis 2, the rows in memory
+    interpolation_step_across(b, recon, s, axis, other[0], step0, step1, cubic, apply);
+    return;
+  }
   const std::uint64_t end = b.offset + b.count;
-  const auto is = static_cast<std::int64_t>(s);
   for (std::uint64_t c0 = 0; c0 < b.extent[other[0]]; c0 += step0) {
     for (std::uint64_t c1 = 0; c1 < b.extent[other[1]]; c1 += step1) {
       const std::uint64_t base = c0 * b.stride[other[0]] + c1 * b.stride[other[1]];
       const std::uint64_t last = base + (e - 1) * stride;
       if (base >= end || last < b.offset) continue;  // the line lies outside the chunk
       const bool whole_line = base >= b.offset && last < end;
-      // Whether the point at coordinate c (signed: c - 3s may fall before the box) exists, and its code.
-      const auto exists = [&](std::int64_t c) {
-        if (c < 0 || static_cast<std::uint64_t>(c) >= e) return false;
-        const std::uint64_t v = base + static_cast<std::uint64_t>(c) * stride;
-        return whole_line || (v >= b.offset && v < end);
-      };
-      const auto code = [&](std::int64_t c) -> std::int64_t {
-        return static_cast<std::int32_t>(recon[base + static_cast<std::uint64_t>(c) * stride - b.offset]);
-      };
-      // One point with every existence checked: the ends of a line, and lines the chunk cuts.
-      const auto predict_checked = [&](std::uint64_t c) {
-        const auto at = static_cast<std::int64_t>(c);
-        const bool has_a = exists(at - is), has_b = exists(at + is);
-        if (has_a && has_b) {
-          const std::int64_t qa = code(at - is), qb = code(at + is);
-          const bool has_aa = cubic && exists(at - 3 * is), has_bb = cubic && exists(at + 3 * is);
-          if (has_aa && has_bb) return (-code(at - 3 * is) + 9 * qa + 9 * qb - code(at + 3 * is) + 8) >> 4;
-          if (has_aa) return (-code(at - 3 * is) + 6 * qa + 3 * qb + 4) >> 3;
-          if (has_bb) return (3 * qa + 6 * qb - code(at + 3 * is) + 4) >> 3;
-          return (qa + qb + 1) >> 1;
-        }
-        if (has_a) return code(at - is);
-        if (has_b) return code(at + is);
-        return std::int64_t{0};
-      };
       std::uint64_t c = s;
       if (whole_line) {
         // The points with every neighbour inside the line, without checks: most of them.
         const std::uint32_t* line = recon + (base - b.offset);
         const auto q = [&](std::uint64_t k) -> std::int64_t { return static_cast<std::int32_t>(line[k * stride]); };
         const std::uint64_t first_inner = cubic ? 3 * s : s;
-        for (; c < first_inner && c < e; c += 2 * s) apply(static_cast<std::size_t>(base - b.offset + c * stride), predict_checked(c));
+        for (; c < first_inner && c < e; c += 2 * s) {
+          apply(static_cast<std::size_t>(base - b.offset + c * stride), predict_on_line(b, recon, base, stride, e, c, s, cubic));
+        }
         if (cubic) {
           for (; c + 3 * s < e; c += 2 * s) {
             apply(static_cast<std::size_t>(base - b.offset + c * stride),
@@ -182,7 +255,7 @@ ZCOLL_ALWAYS_INLINE void interpolation_step(const interpolation_box& b, const st
       for (; c < e; c += 2 * s) {
         const std::uint64_t v = base + c * stride;
         if (!whole_line && (v < b.offset || v >= end)) continue;
-        apply(static_cast<std::size_t>(v - b.offset), predict_checked(c));
+        apply(static_cast<std::size_t>(v - b.offset), predict_on_line(b, recon, base, stride, e, c, s, cubic));
       }
     }
   }
