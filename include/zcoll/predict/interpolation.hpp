@@ -142,11 +142,11 @@ ZCOLL_ALWAYS_INLINE std::int64_t predict_on_line(const interpolation_box& b, con
   return 0;
 }
 
-/// A step along axis 0 or 1 (its lines run across memory): the step's points taken row by row along axis 2
-/// (stride 1) instead, so that consecutive points, and the rows of
-/// neighbours they read, are near in memory (the points of a step are independent: any order gives the
-/// same values). On each row the points whose neighbours all lie in the chunk are predicted without
-/// checks; the others, at a chunk's cut, by predict_on_line.
+/// A step along axis 0 or 1 (its lines run across memory): the step's points taken row by row along axis
+/// 2 (stride 1) instead, so that consecutive points, and the rows of neighbours they read, are near in
+/// memory (the points of a step are independent: any order gives the same values). On each row the
+/// points whose neighbours all lie in the chunk are predicted without checks; the others, at a chunk's
+/// cut, by predict_on_line.
 template <class Apply>
 void interpolation_step_across(const interpolation_box& b, const std::uint32_t* recon, std::uint64_t s, unsigned axis,
                                unsigned slow, std::uint64_t slow_step, std::uint64_t fast_step, bool cubic, Apply apply) {
@@ -176,7 +176,8 @@ void interpolation_step_across(const interpolation_box& b, const std::uint32_t* 
       const std::uint64_t fast_hi = std::min(point_hi, first_past(row + (has_bb ? 3 : has_b ? 1 : 0) * is));
       std::uint64_t c1 = point_lo;
       const auto checked = [&](std::uint64_t k) {
-        apply(static_cast<std::size_t>(row - offset + static_cast<std::int64_t>(k)), predict_on_line(b, recon, plane + k, stride, e, c, s, cubic));
+        apply(static_cast<std::size_t>(row - offset + static_cast<std::int64_t>(k)),
+              predict_on_line(b, recon, plane + k, stride, e, c, s, cubic));
       };
       if (fast_lo < fast_hi) {
         for (; c1 < fast_lo; c1 += fast_step) checked(c1);
