@@ -235,3 +235,23 @@ TEST_CASE("Local: a receive destroyed before it completes is cancelled, and its 
     }
   });
 }
+
+#include "support/device_memory_transport.hpp"
+
+TEST_CASE("takes_device_memory: Local does not; a transport that says it does is heard through Throttled and "
+          "AnyTransport",
+          "[transport][local]") {
+  using zcoll::transport::Throttled;
+  run_local(1, [](Local& t) {
+    REQUIRE_FALSE(zcoll::transport::takes_device_memory(t));
+    REQUIRE_FALSE(zcoll::transport::AnyTransport(t).takes_device_memory());
+    auto blocks = std::make_shared<zcoll_test::DeviceMemoryTransport<Local>::messages>();
+    for (const bool takes : {false, true}) {
+      const zcoll_test::DeviceMemoryTransport<Local> aware(t, takes, blocks);
+      const Throttled<zcoll_test::DeviceMemoryTransport<Local>> link(aware, {});
+      REQUIRE(zcoll::transport::takes_device_memory(aware) == takes);
+      REQUIRE(link.takes_device_memory() == takes);
+      REQUIRE(zcoll::transport::AnyTransport(link).takes_device_memory() == takes);
+    }
+  });
+}

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "zcoll/transport/concepts.hpp"
+#include "zcoll/transport/any.hpp"
 #include "zcoll/transport/mpi.hpp"
 
 static_assert(zcoll::transport::byte_transport<zcoll::transport::Mpi>);
@@ -96,6 +97,23 @@ TEST_CASE("Mpi: rank, size and the communicator match MPI_COMM_WORLD", "[transpo
   CHECK(copy.native_handle() == t.native_handle());
   Mpi moved = std::move(copy);
   ring(moved, 1, 64);
+}
+
+TEST_CASE("Mpi: takes_device_memory is Open MPI's MPIX_Query_cuda_support, the same on copies, splits and behind "
+          "AnyTransport",
+          "[transport][mpi]") {
+  Mpi t = fresh();
+#if defined(OMPI_HAVE_MPI_EXT_CUDA) && OMPI_HAVE_MPI_EXT_CUDA
+  CHECK(t.takes_device_memory() == (MPIX_Query_cuda_support() == 1));
+#else
+  CHECK_FALSE(t.takes_device_memory());  // an MPI zcoll does not ask
+#endif
+  const Mpi copy = t;
+  CHECK(copy.takes_device_memory() == t.takes_device_memory());
+  CHECK(t.split(0, t.rank()).takes_device_memory() == t.takes_device_memory());
+  const zcoll::transport::AnyTransport any(t);
+  CHECK(any.takes_device_memory() == t.takes_device_memory());
+  CHECK(zcoll::transport::takes_device_memory(t) == t.takes_device_memory());
 }
 
 TEST_CASE("Mpi: ring exchange of messages of 0 bytes to 1 MiB", "[transport][mpi]") {

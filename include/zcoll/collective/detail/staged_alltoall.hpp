@@ -76,7 +76,7 @@ struct staged_side {
 /// Step 1: the outgoing blocks (`side.first` set) compressed in the space where `compressed(b)` holds,
 /// else raw, into the outgoing wire area (`side.at`, `side.bytes` set; this rank's own block is empty).
 template <codec Codec, floating_value T, staging_space Space, class Compressed>
-std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Space& space, staged_wire wire, std::span<const T> in,
+std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Space& space, staged_wire path, std::span<const T> in,
                                     staged_side& side, Compressed compressed) {
   const int p = call.size();
   side.bytes.assign(static_cast<std::size_t>(p), 0);
@@ -92,7 +92,7 @@ std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Spac
   for (int b = 0; b < p; ++b) {
     if (b != call.rank() && !compressed(b)) side.bytes[static_cast<std::size_t>(b)] = side.values(b) * sizeof(T);
   }
-  const std::span<std::byte> host = space.area(wire.out(), side.place());
+  const std::span<std::byte> host = space.area(path.out(), side.place());
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const batch_run& run = runs[k];
     space.copy(host.subspan(side.at[static_cast<std::size_t>(run.first)], side.run_bytes(run)),
@@ -111,12 +111,12 @@ std::span<std::byte> stage_outgoing(call_context& call, const Codec& codec, Spac
 /// ones (compressed(b)) decompressed in batches in the space — copied into device_in first from the host
 /// wire — raw ones copied. A block that did not decode is a format_error naming its sender.
 template <codec Codec, floating_value T, staging_space Space, class Compressed>
-void unstage_incoming(call_context& call, const Codec& codec, Space& space, staged_wire wire, std::span<const std::byte> wired,
+void unstage_incoming(call_context& call, const Codec& codec, Space& space, staged_wire path, std::span<const std::byte> wired,
                       const staged_side& side, std::span<T> out, Compressed compressed) {
   const int p = call.size();
   const auto bytes_of = [&](std::size_t block) { return wired.subspan(side.at[block], side.bytes[block]); };
   const std::vector<char> decodable = check_received_streams(
-      call, space, wire.on_device, static_cast<std::size_t>(p), bytes_of, [&](std::size_t b) { return side.values(static_cast<int>(b)); },
+      call, space, path.on_device, static_cast<std::size_t>(p), bytes_of, [&](std::size_t b) { return side.values(static_cast<int>(b)); },
       [](std::size_t b) { return static_cast<int>(b); },
       [&](std::size_t b) { return static_cast<int>(b) != call.rank() && compressed(static_cast<int>(b)); });
   for (int b = 0; b < p; ++b) {
@@ -131,7 +131,7 @@ void unstage_incoming(call_context& call, const Codec& codec, Space& space, stag
   // device_in mirrors the host wire: a run's blocks are adjacent there, one copy a run. The device wire
   // is decoded where it is.
   std::span<const std::byte> device_in = wired;
-  if (!wire.on_device) {
+  if (!path.on_device) {
     const std::span<std::byte> copied = space.area(staging_area::device_in, wired.size());
     for (const batch_run& run : runs) {
       const std::uint64_t at = side.at[static_cast<std::size_t>(run.first)];
@@ -156,9 +156,9 @@ task<> staged_alltoallv(call_context& call, const block_codec<Codec>& coder, Spa
   };
   staged_side sent{.first = std::move(send_first), .at = {}, .bytes = {}};
   staged_side received{.first = std::move(recv_first), .at = {}, .bytes = {}};
-  const staged_wire wire = wire_of(call, space);
+  const staged_wire path = wire_of(call, space);
   const auto start = clock::now();
-  const std::span<std::byte> wire_out = stage_outgoing(call, coder.codec(), space, wire, in, sent,
+  const std::span<std::byte> wire_out = stage_outgoing(call, coder.codec(), space, path, in, sent,
                                                        [&](int b) { return b != me && compresses(sent.values(b)); });
   call.report.compress_s += seconds_since(start);
   space.copy(std::as_writable_bytes(out.subspan(received.first[static_cast<std::size_t>(me)], received.values(me))),
@@ -184,7 +184,7 @@ task<> staged_alltoallv(call_context& call, const block_codec<Codec>& coder, Spa
     received.bytes[from] =
         alltoallv_block_size<Codec, T>(call, coder, in_words, received.values(st.recv.peer), arrives_compressed[from], st.recv.peer);
   }
-  const std::span<std::byte> wire_in = space.area(wire.in(), received.place());
+  const std::span<std::byte> wire_in = space.area(path.in(), received.place());
   for (int r = 0; r < rounds; ++r) {
     const schedule::step st = S::at(schedule::collective_op::alltoall, p, me, r, 0);
     std::span<const std::byte> outgoing;
@@ -202,7 +202,7 @@ task<> staged_alltoallv(call_context& call, const block_codec<Codec>& coder, Spa
     co_await call.exchange(st.send, outgoing, st.recv, incoming, wire::data_tag, raw);
   }
   const auto decoding = clock::now();
-  unstage_incoming(call, coder.codec(), space, wire, wire_in, received, out,
+  unstage_incoming(call, coder.codec(), space, path, wire_in, received, out,
                    [&](int b) { return arrives_compressed[static_cast<std::size_t>(b)] != 0; });
   call.report.decompress_s += seconds_since(decoding);
   call.compress_now = any_compressed;

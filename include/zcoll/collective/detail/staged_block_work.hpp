@@ -56,9 +56,9 @@ struct staged_block_work {
   template <floating_value T, class Plan>
   held_blocks encode_held(call_context& call, const Plan& plan, int blocks) {
     const auto start = clock::now();
-    const staged_wire wire = wire_of(call, space);
-    held_blocks held = call.compress_now ? compress_held<T>(call, wire, plan, blocks)
-                       : wire.on_device  ? held_where_they_are<T>(call, plan, blocks)
+    const staged_wire path = wire_of(call, space);
+    held_blocks held = call.compress_now ? compress_held<T>(call, path, plan, blocks)
+                       : path.on_device  ? held_where_they_are<T>(call, plan, blocks)
                                          : copy_held<T>(call, plan, blocks);
     call.report.compress_s += seconds_since(start);
     return held;
@@ -139,7 +139,7 @@ struct staged_block_work {
   /// The held blocks compressed in the space in batches, their streams copied into the arena back to back
   /// (on the device wire: left where the batches wrote them).
   template <floating_value T, class Plan>
-  held_blocks compress_held(call_context& call, staged_wire wire, const Plan& plan, int blocks) {
+  held_blocks compress_held(call_context& call, staged_wire path, const Plan& plan, int blocks) {
     call_scratch& s = call.scratch();
     const auto follows = [&](int b) { return plan.source(b).data() == plan.source(b - 1).data() + plan.source(b - 1).size(); };
     std::vector<batch_run> runs = batch_runs(blocks, space.max_batch_streams(), [&](int b) { return plan.held(b); }, follows);
@@ -152,7 +152,7 @@ struct staged_block_work {
         call, codec, space, runs,
         [&](const batch_run& run) { return std::span<const T>(plan.source(run.first).data(), run_values(counts_of(run))); },
         counts_of);
-    if (wire.on_device) return held_in_batches(call, plan, runs, batches);
+    if (path.on_device) return held_in_batches(call, plan, runs, batches);
     // The streams into the arena back to back, one copy a batch (its streams are packed).
     held_blocks held{.in_arena = true};
     std::vector<std::size_t> run_bytes(runs.size(), 0);
@@ -236,11 +236,11 @@ struct staged_block_work {
   /// wire: decoded where they arrived, in received_area) and decoded in batches of blocks whose
   /// destinations follow each other.
   template <floating_value T, class Plan>
-  void decompress_kept(call_context& call, staged_wire wire, const Plan& plan, int blocks) {
+  void decompress_kept(call_context& call, staged_wire path, const Plan& plan, int blocks) {
     const call_scratch& s = call.scratch();
     const auto n = static_cast<std::size_t>(blocks);
     const std::vector<char> decodable = check_received_streams(
-        call, space, wire.on_device, n, [&](std::size_t b) { return std::span<const std::byte>(s.blocks[b].data, s.blocks[b].size); },
+        call, space, path.on_device, n, [&](std::size_t b) { return std::span<const std::byte>(s.blocks[b].data, s.blocks[b].size); },
         [&](std::size_t b) { return plan.destination(static_cast<int>(b)).size(); }, [&](std::size_t b) { return s.blocks[b].from; },
         [&](std::size_t b) { return kept(plan, static_cast<int>(b)); });
     std::vector<std::uint64_t> offset(n, 0), size(n, 0);
@@ -248,7 +248,7 @@ struct staged_block_work {
     for (std::size_t b = 0; b < n; ++b) {
       if (!kept(plan, static_cast<int>(b))) continue;
       size[b] = s.blocks[b].size;
-      offset[b] = wire.on_device ? static_cast<std::uint64_t>(s.blocks[b].data - received_area.data()) : in_bytes;
+      offset[b] = path.on_device ? static_cast<std::uint64_t>(s.blocks[b].data - received_area.data()) : in_bytes;
       in_bytes += decodable[b] ? s.blocks[b].size : 0;
     }
     const auto follows = [&](int b) {
@@ -262,7 +262,7 @@ struct staged_block_work {
       return counts;
     };
     std::span<const std::byte> device_in = received_area;
-    if (!wire.on_device) {
+    if (!path.on_device) {
       const std::span<std::byte> copied = space.area(staging_area::device_in, in_bytes);
       for (std::size_t b = 0; b < n; ++b) {
         if (decodable[b]) space.copy(copied.subspan(offset[b], size[b]), std::span<const std::byte>(s.blocks[b].data, size[b]));

@@ -63,7 +63,7 @@ std::vector<std::size_t> run_counts(const batch_run& run, CountOf count_of) {
 /// (the bound the values carried before, `carried`, plus the stream's own); the sends are left in flight
 /// in the segments.
 template <codec Codec, floating_value T, staging_space Space>
-void send_staged_segments(call_context& call, Space& space, staged_wire wire, const Codec& hops, int peer,
+void send_staged_segments(call_context& call, Space& space, staged_wire path, const Codec& hops, int peer,
                           std::vector<hop_segment>& out, std::size_t hop_values, hop_error carried, std::span<const T> work) {
   call_scratch& s = call.scratch();
   const auto start = clock::now();
@@ -75,7 +75,7 @@ void send_staged_segments(call_context& call, Space& space, staged_wire wire, co
       [&](const batch_run& run) { return work.subspan(out[static_cast<std::size_t>(run.first)].lo, run_values(counts_of(run))); },
       counts_of);
   std::span<const std::byte> sent_from;  // where the streams are sent from; out[k].stream.offset is in it
-  if (wire.on_device) {
+  if (path.on_device) {
     std::size_t k = 0;
     for (const batch_run& run : runs) {  // a batch's streams are packed from its out_at
       for (std::size_t at = run.out_at; k < static_cast<std::size_t>(run.first + run.count); ++k) {
@@ -101,7 +101,7 @@ void send_staged_segments(call_context& call, Space& space, staged_wire wire, co
     sent_from = s.arena;
   }
   const auto stream_of = [&](std::size_t k) { return sent_from.subspan(out[k].stream.offset, out[k].stream.size); };
-  const std::vector<std::span<const std::byte>> headers = headers_on_host(space, wire.on_device, out.size(), stream_of);
+  const std::vector<std::span<const std::byte>> headers = headers_on_host(space, path.on_device, out.size(), stream_of);
   call.report.compress_s += seconds_since(start);
   const auto send_start = clock::now();
   s.out_headers.assign(out.size(), wire::hop_header{});
@@ -229,18 +229,18 @@ void combine_segments(Space& space, Op op, const std::vector<hop_segment>& in, c
 /// `work`. The blocks received get the largest error any of their segments carried. On the device wire
 /// the segments' bytes are received into the space's device_wire_in area (segment_slots).
 template <codec Codec, floating_value T, staging_space Space, class Values, class Op>
-task<> staged_hop(call_context& call, const block_codec<Codec>& coder, Space& space, staged_wire wire, const Codec& hops,
+task<> staged_hop(call_context& call, const block_codec<Codec>& coder, Space& space, staged_wire path, const Codec& hops,
                   schedule::step st, Values values, Op op, std::span<T> work, std::vector<hop_error>& errors) {
   call_scratch& s = call.scratch();
   const std::size_t received_values = st.recv.active() ? values(st.recv).second : 0;
   std::vector<hop_segment> in = receive_segment_headers(call, coder.row_length(), st, values), out;
   std::vector<std::size_t> slots;
   std::span<std::byte> wire_in;
-  if (wire.on_device && !in.empty()) std::tie(slots, wire_in) = segment_slots<T>(call, coder, space, in);
+  if (path.on_device && !in.empty()) std::tie(slots, wire_in) = segment_slots<T>(call, coder, space, in);
   if (st.send.active()) {
     const auto [lo, count] = values(st.send);
     out = split_segments(lo, count, call.config().pipeline_values, coder.row_length());
-    send_staged_segments<Codec, T>(call, space, wire, hops, st.send.peer, out, count, carried_error(errors, st.send),
+    send_staged_segments<Codec, T>(call, space, path, hops, st.send.peer, out, count, carried_error(errors, st.send),
                                    std::span<const T>(work));
   }
   const auto start = clock::now();
@@ -271,23 +271,23 @@ task<> staged_hop(call_context& call, const block_codec<Codec>& coder, Space& sp
 /// received ones, in the incoming wire area, reduced (or copied) into `work` — from the host wire through
 /// the device_incoming area.
 template <floating_value T, staging_space Space, class Values, class Op>
-task<> staged_raw_hop(call_context& call, Space& space, staged_wire wire, schedule::step st, Values values, Op op,
+task<> staged_raw_hop(call_context& call, Space& space, staged_wire path, schedule::step st, Values values, Op op,
                       std::span<T> work) {
   std::span<const std::byte> out;
   if (st.send.active()) {
     const auto [lo, count] = values(st.send);
-    const std::span<std::byte> wire_out = space.area(wire.out(), count * sizeof(T));
+    const std::span<std::byte> wire_out = space.area(path.out(), count * sizeof(T));
     space.copy(wire_out, std::as_bytes(work.subspan(lo, count)));
     space.wait();
     out = wire_out;
   }
   std::size_t lo = 0, count = 0;
   if (st.recv.active()) std::tie(lo, count) = values(st.recv);
-  const std::span<std::byte> wire_in = space.area(wire.in(), count * sizeof(T));
+  const std::span<std::byte> wire_in = space.area(path.in(), count * sizeof(T));
   co_await call.exchange(st.send, out, st.recv, wire_in, wire::data_tag, out.size());
   if (!st.recv.active()) co_return;
   std::span<std::byte> incoming = wire_in;
-  if (!wire.on_device) {
+  if (!path.on_device) {
     incoming = space.area(staging_area::device_incoming, wire_in.size());
     space.copy(incoming, std::span<const std::byte>(wire_in));
   }
@@ -303,10 +303,10 @@ template <class S, codec Codec, floating_value T, staging_space Space, class Op,
 task<std::vector<hop_error>> staged_reduce_blocks(call_context& call, const block_codec<Codec>& coder, Space& space,
                                                   schedule::collective_op kind, const Codec& hops, Op op, Range range,
                                                   std::span<T> work) {
-  const staged_wire wire = wire_of(call, space);
+  const staged_wire path = wire_of(call, space);
   auto errors = co_await reduce_rounds<S>(call, kind, range, [&](int, schedule::step st, auto values, std::vector<hop_error>& errors) {
-    return call.compress_now ? staged_hop<Codec, T>(call, coder, space, wire, hops, st, values, op, work, errors)
-                             : staged_raw_hop<T>(call, space, wire, st, values, op, work);
+    return call.compress_now ? staged_hop<Codec, T>(call, coder, space, path, hops, st, values, op, work, errors)
+                             : staged_raw_hop<T>(call, space, path, st, values, op, work);
   });
   space.wait();
   co_return errors;
