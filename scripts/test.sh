@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds and runs every test (CMakePresets.json, docs/reliability.md); CI runs exactly this:
-#   release  -march=native: every test on the native (AVX2) code paths at -O2/-O3, zcoll-bench and its
-#            tests, the examples, the CUDA build, the header, compile-fail, package and ccache checks
+#   release  -march=native: every test on the native code paths (AVX2, and AVX-512 where the CPU has
+#            it) at -O2/-O3, zcoll-bench and its tests, the examples, the CUDA build, the header,
+#            compile-fail, package and ccache checks
 #   asan     every test under address + undefined-behaviour sanitizers, built by clang 14 (portable
-#            paths, and the AVX2 variant of the vector-path tests), MPI under mpirun with 1, 2, 3, 4 and 7
-#            ranks: GCC builds the release preset, so every test compiles with both compilers
+#            paths, and the AVX2 and AVX-512 variants of the vector-path tests), MPI under mpirun with 1,
+#            2, 3, 4 and 7 ranks: GCC builds the release preset, so every test compiles with both compilers
 #   fuzz     every codec's decode and round-trip libFuzzer target for ZCOLL_FUZZ_SECONDS (default 10)
 #            seconds each, from the seed corpora (fuzz/run; 0 leaves them out)
 #   tsan     the threaded code under the thread sanitizer: transport::Local and the collectives, and

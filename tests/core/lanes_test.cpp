@@ -11,9 +11,11 @@
 
 // The variant executables pin the path they were built for.
 #if defined(ZCOLL_TEST_EXPECT_PORTABLE)
-static_assert(!ZCOLL_HAS_AVX2, "the portable variant must not see AVX2");
+static_assert(!ZCOLL_HAS_AVX2 && !ZCOLL_HAS_AVX512, "the portable variant must not see AVX2 or AVX-512");
 #elif defined(ZCOLL_TEST_EXPECT_AVX2)
-static_assert(ZCOLL_HAS_AVX2, "the AVX2 variant must see AVX2");
+static_assert(ZCOLL_HAS_AVX2 && !ZCOLL_HAS_AVX512, "the AVX2 variant must see AVX2 and not AVX-512");
+#elif defined(ZCOLL_TEST_EXPECT_AVX512)
+static_assert(ZCOLL_HAS_AVX2 && ZCOLL_HAS_AVX512, "the AVX-512 variant must see AVX2 and AVX-512");
 #endif
 
 namespace {

@@ -17,12 +17,20 @@
 #endif
 
 // AVX2 paths for the per-block bit-plane math; the portable loops are used otherwise (and give the same
-// bytes). There is no AVX-512 path: the machines zcoll is developed and tested on lack AVX-512, and an
-// untested path is not shipped.
+// bytes).
 #if defined(__AVX2__) && !defined(__CUDA_ARCH__)
 #define ZCOLL_HAS_AVX2 1
 #else
 #define ZCOLL_HAS_AVX2 0
+#endif
+
+// AVX-512 (F) for the sum of two bit-plane blocks (encode/detail/bitshuffle_block_sum.hpp), where 16
+// planes fit one vector; every other block path stays AVX2 (tests: the native build on an AVX-512 CPU and
+// the zcoll-tests-avx512 variant, which skips on CPUs without it).
+#if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
+#define ZCOLL_HAS_AVX512 1
+#else
+#define ZCOLL_HAS_AVX512 0
 #endif
 
 // F16C's float <-> half conversions (the row-wise quantizers' f16 scale and bias), independent of AVX2:
