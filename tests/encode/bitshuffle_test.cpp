@@ -239,6 +239,44 @@ std::vector<std::byte> decode_add_encode(const std::byte* a, const std::byte* b)
 
 }  // namespace
 
+TEST_CASE("BitShuffle sums a block's residuals on its planes as decoding and adding does", "[encode][bitshuffle]") {
+  std::mt19937_64 rng(zcoll_test::seed + 8);
+  const auto decoded_sum = [](const std::vector<std::byte>& block) {
+    std::array<std::uint32_t, 32> r;
+    BitShuffle::decode_checked_block(block.data(), r.data());
+    std::uint32_t sum = 0;
+    for (const std::uint32_t x : r) sum += x;
+    return sum;
+  };
+  SECTION("blocks the encoder wrote, every width") {
+    for (unsigned w = 0; w <= 32; ++w) {
+      for (int trial = 0; trial < 20; ++trial) {
+        residual_block r;
+        const std::uint64_t limit = w == 0 ? 0 : (std::uint64_t{1} << w) - 1;
+        for (auto& x : r) {
+          const auto m = static_cast<std::int64_t>(limit == 0 ? 0 : rng() % (limit + 1));
+          x = static_cast<std::int32_t>(rng() % 2 ? -m : m);
+        }
+        if (w > 0 && w < 32) r[rng() % 32] = static_cast<std::int32_t>(limit);
+        std::vector<std::byte> block(BitShuffle::max_block_bytes);
+        block.resize(BitShuffle::encode_block(r.data(), block.data()));
+        std::uint32_t expected = 0;
+        for (const std::int32_t x : r) expected += static_cast<std::uint32_t>(x);
+        INFO("width " << w << ", trial " << trial);
+        REQUIRE(BitShuffle::residual_sum(block.data()) == expected);
+        REQUIRE(decoded_sum(block) == expected);
+      }
+    }
+  }
+  SECTION("any well-sized bytes: signs on zero magnitudes, sums that wrap modulo 2^32") {
+    for (int trial = 0; trial < 4000; ++trial) {
+      const auto block = arbitrary_block(rng, static_cast<unsigned>(rng() % 33));
+      INFO("trial " << trial << ", " << std::to_integer<unsigned>(block[0]) << " planes");
+      REQUIRE(BitShuffle::residual_sum(block.data()) == decoded_sum(block));
+    }
+  }
+}
+
 TEST_CASE("BitShuffle adds two blocks on their bit planes to the encoder's block of the sum", "[encode][bitshuffle]") {
   std::mt19937_64 rng(zcoll_test::seed + 7);
   const auto check_pair = [](const std::vector<std::byte>& a, const std::vector<std::byte>& b) {

@@ -61,6 +61,26 @@ TEST_CASE("Lorenzo1D forward and inverse round-trip with state carried across bl
   }
 }
 
+TEST_CASE("Lorenzo1D skip_block moves the state as inverse does, from the residuals' sum alone", "[predict][lorenzo]") {
+  std::mt19937_64 rng(zcoll_test::seed + 1);
+  for (int trial = 0; trial < 200; ++trial) {
+    const auto codes = random_codes(rng, 1 + rng() % 8);  // walks, random words, extremes that wrap
+    std::vector<std::uint32_t> residuals(codes.size());
+    for (std::size_t i = 0; i < codes.size(); ++i) {
+      residuals[i] = static_cast<std::uint32_t>(codes[i]) - (i == 0 ? 0u : static_cast<std::uint32_t>(codes[i - 1]));
+    }
+    Lorenzo::state inverse_state{}, skipped{};
+    inverse_state.previous = skipped.previous = static_cast<std::uint32_t>(rng());
+    for (std::size_t first = 0; first < residuals.size(); first += 32) {
+      std::uint32_t sum = 0;
+      for (std::size_t j = 0; j < 32; ++j) sum += residuals[first + j];
+      Lorenzo::inverse(inverse_state, residuals.data() + first);
+      Lorenzo::skip_block(skipped, sum);
+      REQUIRE(skipped.previous == inverse_state.previous);
+    }
+  }
+}
+
 TEST_CASE("Lorenzo1D state restarts from zero", "[predict][lorenzo]") {
   std::array<std::int32_t, 32> codes;
   codes.fill(int_min);

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/encode/detail/bitshuffle_block.hpp"
@@ -39,6 +40,23 @@ struct BitShuffle {
   /// A bound on the magnitudes of the block whose first byte is `first`: 2^planes - 1.
   ZCOLL_HOST_DEVICE static constexpr std::uint64_t magnitude_bound(std::byte first) {
     return (std::uint64_t{1} << std::min(32u, std::to_integer<unsigned>(first))) - 1;
+  }
+
+  /// The sum of the block's residuals modulo 2^32, from its planes without decoding it: each plane p
+  /// adds 2^p for every lane of positive sign holding its bit and subtracts 2^p for every negative one.
+  /// The caller has checked that block_bytes(block[0]) bytes are there.
+  ZCOLL_HOST_DEVICE static std::uint32_t residual_sum(const std::byte* block) {
+    const unsigned planes = std::to_integer<unsigned>(block[0]);
+    if (planes == 0) return 0;
+    const std::uint32_t negative = detail::bitshuffle_word(block + 1);
+    std::uint32_t sum = 0;
+    for (unsigned p = 0; p < planes; ++p) {
+      const std::uint32_t plane = detail::bitshuffle_word(block + 5 + 4 * p);
+      const auto up = static_cast<std::uint32_t>(zcoll::popcount(plane & ~negative));
+      const auto down = static_cast<std::uint32_t>(zcoll::popcount(plane & negative));
+      sum += (up - down) << p;
+    }
+    return sum;
   }
 
   /// Writes the block of the sum of the whole blocks at `a` and `b` at `out` (room for max_block_bytes)

@@ -28,6 +28,10 @@ struct Lorenzo1D {
     std::uint32_t previous = 0;
   };
 
+  /// The state after a block whose residuals sum to `residual_sum` (modulo 2^32), without its codes: the
+  /// inverse is a running sum, so the block's last code is the previous one plus that sum.
+  ZCOLL_HOST_DEVICE static void skip_block(state& s, std::uint32_t residual_sum) { s.previous += residual_sum; }
+
   ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE static void forward(state& s, const std::int32_t* ZCOLL_RESTRICT codes,
                                           std::int32_t* ZCOLL_RESTRICT residuals) {
 #if ZCOLL_HAS_AVX2

@@ -14,8 +14,10 @@
 ///   prediction a code is its residual), so the sum of the residual magnitudes bounds every code; only
 ///   when that bound passes the range are the codes computed and checked. When either chunk has
 ///   exception lanes (fill values, outliers, and the float-rounding misses of fields whose values are
-///   large against the bound), the blocks up to the last such lane are decoded to codes, the blocks
-///   holding one are dequantized, and those lanes become the sum's exceptions as below.
+///   large against the bound), the blocks up to the last such lane are decoded to codes (with 1-D
+///   Lorenzo and BitShuffle only those holding one: the others move the running code on by the sum of
+///   their residuals, read off their bit planes), the blocks holding one are dequantized, and those
+///   lanes become the sum's exceptions as below.
 /// - **lane by lane** (a chunk stored verbatim in either stream, a summed code out of range, or a coded
 ///   form with its exceptions not smaller than the values): both chunks are decoded to values as the
 ///   decoder does, keeping their residuals and exception lanes.
@@ -104,6 +106,11 @@ struct pipeline_add {
   using chunk = pipeline_chunk<P, E>;
   /// Without prediction a code is its residual; with Lorenzo it is a sum of the chunk's residuals.
   static constexpr bool codes_are_residuals = std::is_same_v<P, predict::None>;
+  /// A block without exception lanes moves the predictor on by the sum of its residuals alone (1-D
+  /// Lorenzo, where the encoder can sum a block without decoding it: BitShuffle).
+  static constexpr bool skips_blocks_by_sum = requires(typename P::state& s, const std::byte* block) {
+    P::skip_block(s, E::residual_sum(block));
+  };
 
   /// Writes the sum of chunks `a` and `b` (each of `n` values) at `out` (room for 1 + n·sizeof(T)
   /// bytes); returns its size. `new_state()` makes the predictor's state at the chunk's start.
@@ -290,7 +297,15 @@ struct pipeline_add {
       const std::byte* encoded_b = b.data() + at_b;
       at_a += E::block_bytes(encoded_a[0]);  // the blocks were checked by add_blocks
       at_b += E::block_bytes(encoded_b[0]);
-      if (codes_are_residuals && either == 0) continue;  // nothing carries from block to block
+      if (either == 0) {
+        if constexpr (codes_are_residuals) {
+          continue;  // nothing carries from block to block
+        } else if constexpr (skips_blocks_by_sum) {
+          P::skip_block(state_a, E::residual_sum(encoded_a));
+          P::skip_block(state_b, E::residual_sum(encoded_b));
+          continue;
+        }
+      }
       E::decode_checked_block(encoded_a, codes_a);
       E::decode_checked_block(encoded_b, codes_b);
       P::inverse(state_a, codes_a);
