@@ -17,9 +17,8 @@
 ///   loads are masked and branch-free. Wider blocks are decoded, added and encoded with the AVX2
 ///   transposes, which are faster there than a ripple.
 /// - AVX-512 form, where the CPU has it, for blocks of 7 to 14 planes (the widths at relative 1e-4): the
-///   16 planes in one vector, so one scan of four steps and no carry between vectors; 1.09-1.38x the
-///   AVX2 form's add at 1e-4 (docs/performance.md). Up to 6 planes the one-vector AVX2 form stays: it is
-///   as fast or faster there.
+///   16 planes in one vector, so one scan of four steps and no carry between vectors (docs/performance.md,
+///   issue 19's third round). Up to 6 planes the one-vector AVX2 form stays: it is as fast or faster there.
 ///
 /// The result is byte for byte the encoder's block of decode(a) + decode(b) modulo 2^32
 /// (tests/encode/bitshuffle_test.cpp checks every width against every width, and arbitrary bytes); on the
