@@ -246,6 +246,33 @@ TEST_CASE("add: a few exception lanes in one stream, early and late in its chunk
   }
 }
 
+TEST_CASE("add: adding a stream of zeros gives the other stream back, byte for byte", "[codec][add]") {
+  // x' + 0 is x' on every lane: coded lanes keep their codes, an exception lane keeps its kind (a sum equal
+  // to the fill value is a fill lane, anything else an outlier holding x') and its value. So the sum's
+  // exception sections are x's, which checks the classification that lane semantics cannot see: a fill
+  // lane and an outlier holding the fill value decode alike but are not the same bytes.
+  for (const std::size_t n : {std::size_t{1}, std::size_t{97}, std::size_t{5000}, std::size_t{17001}}) {
+    INFO("n=" << n);
+    const float fill = -1e35f;
+    const auto x = adversarial<float>(n, 0.35, fill);
+    const std::vector<float> zeros(n, 0.0f);
+    for (const bool with_fill : {false, true}) {
+      zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .chunk_values = 1024};
+      if (with_fill) config.fill_value = fill;
+      const zcoll::FZLight codec{config};
+      const auto a = codec.compress(x);
+      CHECK(zcoll::add(one_thread, codec, a, codec.compress(zeros)) == a);
+      const NoneBitShuffle none{config};
+      const auto na = none.compress(x);
+      CHECK(zcoll::add(one_thread, none, none.compress(zeros), na) == na);
+    }
+    const auto xd = adversarial<double>(n, 0.55, -1e300);
+    const zcoll::FZLight codec{{.error_bound = zcoll::absolute(1e-9), .fill_value = -1e300}};
+    const auto a = codec.compress(xd);
+    CHECK(zcoll::add(one_thread, codec, a, codec.compress(std::vector<double>(n, 0.0))) == a);
+  }
+}
+
 TEST_CASE("add: a chunk stored verbatim in either stream is stored verbatim as a' + b'", "[codec][add]") {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> noise(-1e4f, 1e4f);

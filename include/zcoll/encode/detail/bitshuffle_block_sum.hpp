@@ -20,6 +20,10 @@
 ///   16 planes in one vector, so one scan of four steps and no carry between vectors (docs/performance.md,
 ///   issue 19's third round). Up to 6 planes the one-vector AVX2 form stays: it is as fast or faster there.
 ///
+/// Every function of the vector forms is forced inline: in a large translation unit (zcoll-bench's) GCC's
+/// growth limits left them as calls inside the add's block loop, which then kept its cursors in memory
+/// (the add 1.2-1.3x slower; docs/performance.md, issue 19's fourth round).
+///
 /// The result is byte for byte the encoder's block of decode(a) + decode(b) modulo 2^32
 /// (tests/encode/bitshuffle_test.cpp checks every width against every width, and arbitrary bytes); on the
 /// planes only where that sum cannot wrap (both blocks at most 30 planes).
@@ -101,16 +105,18 @@ struct bitshuffle_vector_sum {
 
   /// Lane i gets lane i - k, lanes below k get 0.
   template <int k>
-  static __m256i planes_up(__m256i v) {
+  ZCOLL_ALWAYS_INLINE static __m256i planes_up(__m256i v) {
     const __m256i from = _mm256_setr_epi32((0 - k) & 7, (1 - k) & 7, (2 - k) & 7, (3 - k) & 7, (4 - k) & 7, (5 - k) & 7,
                                            (6 - k) & 7, (7 - k) & 7);
     return _mm256_blend_epi32(_mm256_permutevar8x32_epi32(v, from), _mm256_setzero_si256(), (1 << k) - 1);
   }
-  static __m256i top_lane(__m256i v) { return _mm256_permutevar8x32_epi32(v, _mm256_set1_epi32(7)); }
+  ZCOLL_ALWAYS_INLINE static __m256i top_lane(__m256i v) {
+    return _mm256_permutevar8x32_epi32(v, _mm256_set1_epi32(7));
+  }
 
   /// The carries into 8 planes, c_i = generate_i | propagate_i & c_(i-1), where lane i holds what plane
   /// i - 1 generates and propagates (moved up a plane) and lane 0 generates the carry in.
-  static __m256i carries(__m256i generate, __m256i propagate) {
+  ZCOLL_ALWAYS_INLINE static __m256i carries(__m256i generate, __m256i propagate) {
     generate = _mm256_or_si256(generate, _mm256_and_si256(propagate, planes_up<1>(generate)));
     propagate = _mm256_and_si256(propagate, planes_up<1>(propagate));
     generate = _mm256_or_si256(generate, _mm256_and_si256(propagate, planes_up<2>(generate)));
@@ -119,7 +125,7 @@ struct bitshuffle_vector_sum {
   }
 
   /// The planes of the block at `at` with `planes` planes, 8 at a time (zero past the block).
-  static void load_planes(const std::byte* at, unsigned planes, __m256i (&out)[V]) {
+  ZCOLL_ALWAYS_INLINE static void load_planes(const std::byte* at, unsigned planes, __m256i (&out)[V]) {
     for (int v = 0; v < V; ++v) {
       const __m256i lane = _mm256_setr_epi32(8 * v, 8 * v + 1, 8 * v + 2, 8 * v + 3, 8 * v + 4, 8 * v + 5, 8 * v + 6, 8 * v + 7);
       const __m256i inside = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(planes)), lane);
@@ -128,7 +134,8 @@ struct bitshuffle_vector_sum {
   }
 
   /// x + (y ^ differ) + differ over 8V planes, 8 at a time, each vector's carry out into the next.
-  static void add_planes(const __m256i (&x)[V], const __m256i (&y)[V], __m256i spread, __m256i (&sum)[V]) {
+  ZCOLL_ALWAYS_INLINE static void add_planes(const __m256i (&x)[V], const __m256i (&y)[V], __m256i spread,
+                                             __m256i (&sum)[V]) {
     __m256i carry_in = spread;
     for (int v = 0; v < V; ++v) {
       const __m256i flipped = _mm256_xor_si256(y[v], spread);
@@ -140,8 +147,9 @@ struct bitshuffle_vector_sum {
   }
 
   /// The sum's block at `out`; returns its size.
-  static std::size_t add(const std::byte* a, const std::byte* b, unsigned planes_a, unsigned planes_b,
-                         std::uint32_t sign_a, std::uint32_t differ, std::byte* out) {
+  ZCOLL_ALWAYS_INLINE static std::size_t add(const std::byte* a, const std::byte* b, unsigned planes_a,
+                                             unsigned planes_b, std::uint32_t sign_a, std::uint32_t differ,
+                                             std::byte* out) {
     const __m256i spread = _mm256_set1_epi32(static_cast<int>(differ));
     __m256i x[V], y[V], forward[V], backward[V];
     load_planes(a, planes_a, x);
@@ -190,7 +198,7 @@ struct bitshuffle_avx512_sum {
 
   /// Lane i gets lane (i - k) mod 16 where `kept` has bit i, 0 elsewhere.
   template <int k>
-  static __m512i lanes_from_below(__m512i v, __mmask16 kept) {
+  ZCOLL_ALWAYS_INLINE static __m512i lanes_from_below(__m512i v, __mmask16 kept) {
     const __m512i from = _mm512_sub_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                           _mm512_set1_epi32(k));
     return _mm512_maskz_permutexvar_epi32(kept, _mm512_and_si512(from, _mm512_set1_epi32(15)), v);
@@ -198,12 +206,12 @@ struct bitshuffle_avx512_sum {
 
   /// Lane i gets lane i - k, lanes below k get 0.
   template <int k>
-  static __m512i planes_up(__m512i v) {
+  ZCOLL_ALWAYS_INLINE static __m512i planes_up(__m512i v) {
     return lanes_from_below<k>(v, static_cast<__mmask16>(0xFFFFu << k));
   }
 
   /// The OR of the 16 lanes.
-  static std::uint32_t or_of_lanes(__m512i v) {
+  ZCOLL_ALWAYS_INLINE static std::uint32_t or_of_lanes(__m512i v) {
     v = _mm512_or_si512(v, lanes_from_below<8>(v, 0xFFFF));
     v = _mm512_or_si512(v, lanes_from_below<4>(v, 0xFFFF));
     v = _mm512_or_si512(v, lanes_from_below<2>(v, 0xFFFF));
@@ -212,7 +220,7 @@ struct bitshuffle_avx512_sum {
   }
 
   /// The carries into 16 planes (bitshuffle_vector_sum::carries, one step more).
-  static __m512i carries(__m512i generate, __m512i propagate) {
+  ZCOLL_ALWAYS_INLINE static __m512i carries(__m512i generate, __m512i propagate) {
     generate = _mm512_or_si512(generate, _mm512_and_si512(propagate, planes_up<1>(generate)));
     propagate = _mm512_and_si512(propagate, planes_up<1>(propagate));
     generate = _mm512_or_si512(generate, _mm512_and_si512(propagate, planes_up<2>(generate)));
@@ -223,7 +231,7 @@ struct bitshuffle_avx512_sum {
   }
 
   /// x + (y ^ differ) + differ over 16 planes.
-  static __m512i add_planes(__m512i x, __m512i y, __m512i spread) {
+  ZCOLL_ALWAYS_INLINE static __m512i add_planes(__m512i x, __m512i y, __m512i spread) {
     const __m512i flipped = _mm512_xor_si512(y, spread);
     const __m512i half = _mm512_xor_si512(x, flipped), both = _mm512_and_si512(x, flipped);
     const __m512i generate = _mm512_mask_mov_epi32(planes_up<1>(both), 1, spread);
@@ -231,8 +239,9 @@ struct bitshuffle_avx512_sum {
   }
 
   /// The sum's block at `out`; returns its size.
-  static std::size_t add(const std::byte* a, const std::byte* b, unsigned planes_a, unsigned planes_b,
-                         std::uint32_t sign_a, std::uint32_t differ, std::byte* out) {
+  ZCOLL_ALWAYS_INLINE static std::size_t add(const std::byte* a, const std::byte* b, unsigned planes_a,
+                                             unsigned planes_b, std::uint32_t sign_a, std::uint32_t differ,
+                                             std::byte* out) {
     const __m512i spread = _mm512_set1_epi32(static_cast<int>(differ));
     // Masked loads: nothing past a block's planes is read.
     const __m512i x = _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << planes_a) - 1), a + 5);
