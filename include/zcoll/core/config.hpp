@@ -33,6 +33,15 @@
 #define ZCOLL_HAS_AVX512 0
 #endif
 
+// AVX-512 VPOPCNTDQ (lane-wise popcounts) for the residual sum of a bit-plane block read off its planes
+// (encode/bitshuffle.hpp); tested by the native build on a CPU that has it (Zen 4 and later, Ice Lake
+// and later).
+#if ZCOLL_HAS_AVX512 && defined(__AVX512VPOPCNTDQ__)
+#define ZCOLL_HAS_AVX512_POPCOUNT 1
+#else
+#define ZCOLL_HAS_AVX512_POPCOUNT 0
+#endif
+
 // F16C's float <-> half conversions (the row-wise quantizers' f16 scale and bias), independent of AVX2:
 // a build with -mno-avx2 on an F16C machine still has them.
 #if defined(__F16C__) && !defined(__CUDA_ARCH__)
