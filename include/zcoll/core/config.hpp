@@ -34,7 +34,7 @@
 #endif
 
 // AVX-512 VPOPCNTDQ (lane-wise popcounts) for the residual sum of a bit-plane block read off its planes
-// (encode/bitshuffle.hpp); tested by the native build on a CPU that has it (Zen 4 and later, Ice Lake
+// (encode/detail/bitshuffle_block.hpp); tested by the native build on a CPU that has it (Zen 4 and later, Ice Lake
 // and later).
 #if ZCOLL_HAS_AVX512 && defined(__AVX512VPOPCNTDQ__)
 #define ZCOLL_HAS_AVX512_POPCOUNT 1
