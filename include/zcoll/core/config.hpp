@@ -33,9 +33,9 @@
 #define ZCOLL_HAS_AVX512 0
 #endif
 
-// AVX-512 VPOPCNTDQ (lane-wise popcounts) for the residual sum of a bit-plane block read off its planes
-// (encode/detail/bitshuffle_block.hpp); tested by the native build on a CPU that has it (Zen 4 and later, Ice Lake
-// and later).
+// AVX-512 VPOPCNTDQ (lane-wise popcounts) for the residual sum of a bit-plane block read off its
+// planes (encode/detail/bitshuffle_block.hpp); tested by the native build on a CPU that has it (Zen 4
+// and later, Ice Lake and later).
 #if ZCOLL_HAS_AVX512 && defined(__AVX512VPOPCNTDQ__)
 #define ZCOLL_HAS_AVX512_POPCOUNT 1
 #else

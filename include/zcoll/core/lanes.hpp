@@ -1,14 +1,16 @@
 #pragma once
 /// The 32-value block every stage works on, and the lane-mask primitives of its bit-plane math.
 ///
-/// A block mask has bit j set for lane j. These three primitives are the whole vector vocabulary of the
-/// host codecs; each has an AVX2 form and a portable loop, chosen at compile time
-/// (core/config.hpp), and all forms give identical results.
+/// A block mask has bit j set for lane j. These primitives are the whole vector vocabulary of the host
+/// codecs; each has an AVX2 form and a portable loop, chosen at compile time (core/config.hpp), and all
+/// forms give identical results.
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
 #include "zcoll/core/config.hpp"
+#include "zcoll/core/value_type.hpp"
 
 #if ZCOLL_HAS_AVX2
 #include <immintrin.h>
@@ -54,6 +56,15 @@ ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE block_mask lanes_nonzero(const std::uint32
   for (unsigned j = 0; j < block_values; ++j) m |= static_cast<block_mask>(v[j] != 0) << j;
   return m;
 #endif
+}
+
+/// Lanes j whose value v[j] has the bit pattern `bits` (a declared fill value's lanes: a bit compare,
+/// so a NaN fill value matches itself). Reads all 32 values.
+template <floating_value T>
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE block_mask lanes_with_bits(const T* v, bits_of<T> bits) {
+  alignas(64) std::uint32_t equal[block_values];
+  for (std::size_t j = 0; j < block_values; ++j) equal[j] = std::bit_cast<bits_of<T>>(v[j]) == bits ? 1u : 0u;
+  return lanes_nonzero(equal);
 }
 
 /// v[j] |= 1 << bit for the lanes j in `lanes`.

@@ -80,7 +80,7 @@ struct chunk_sum_buffers {
 
   std::unique_ptr<std::uint32_t[]> residuals_a, residuals_b, residuals_sum;
   std::unique_ptr<T[]> values_a, values_b;
-  std::unique_ptr<T[]> sums;  // padded to whole blocks: the exception path writes a block at a time
+  std::unique_ptr<T[]> sums;  // padded to whole blocks: the fill test and the exception path take a block at a time
   std::unique_ptr<block_mask[]> lanes_a, lanes_b;  // each block's exception lanes (fill or outlier)
   std::vector<block_exceptions> exceptions;
 };
@@ -326,7 +326,7 @@ struct pipeline_add {
       place_exact_lanes(s.lanes_b[k], s.values_b.get() + first, block_b);
       T* const sums = s.sums.get() + first;
       for (std::size_t j = 0; j < block_values; ++j) sums[j] = lane_sum(block_a[j], block_b[j]);
-      const block_mask fill_lanes = has_fill ? lanes_equal(sums, fill_bits) & either : 0;
+      const block_mask fill_lanes = has_fill ? lanes_with_bits(sums, fill_bits) & either : 0;
       s.exceptions.push_back({static_cast<std::uint16_t>(k), fill_lanes, either & ~fill_lanes});
     }
     std::byte* const limit = out + n * sizeof(T);
@@ -343,16 +343,6 @@ struct pipeline_add {
       const auto j = static_cast<std::size_t>(zcoll::countr_zero(rest));
       block[j] = exact[j];
     }
-  }
-
-  /// The lanes of a block of values whose bits are `bits`.
-  template <floating_value T>
-  static block_mask lanes_equal(const T* values, bits_of<T> bits) {
-    block_mask equal = 0;
-    for (std::size_t j = 0; j < block_values; ++j) {
-      equal |= static_cast<block_mask>(std::bit_cast<bits_of<T>>(values[j]) == bits) << j;
-    }
-    return equal;
   }
 
   /// Whether every code of the coded chunk at `blocks` (n values) is within the quantizer's range.
@@ -416,6 +406,8 @@ struct pipeline_add {
     const chunk_kind kind_b = decode_lanes<T>(quantizer, fill, new_state, b, n, s.residuals_b.get(), s.values_b.get(),
                                               s.lanes_b.get(), chunk_number);
     for (std::size_t i = 0; i < n; ++i) s.sums[i] = lane_sum(s.values_a[i], s.values_b[i]);
+    // The fill test below reads whole blocks.
+    std::fill(s.sums.get() + n, s.sums.get() + chunk_sum_buffers<T>::padded(n), T(0));
     const std::span<const T> sums(s.sums.get(), n);
     if (kind_a == chunk_kind::verbatim || kind_b == chunk_kind::verbatim) return chunk::write_verbatim(sums, out);
 
@@ -435,11 +427,7 @@ struct pipeline_add {
       const std::size_t first = k * block_values, lanes = std::min(block_values, n - first);
       const block_mask exact = (s.lanes_a[k] | s.lanes_b[k] | codes_out_of_range<BlockQuantizer>(codes, lanes)) & first_lanes(lanes);
       if (exact == 0) continue;
-      block_mask fill_lanes = 0;
-      for (block_mask rest = has_fill ? exact : 0; rest != 0; rest &= rest - 1) {
-        const auto j = static_cast<std::size_t>(zcoll::countr_zero(rest));
-        if (std::bit_cast<bits_of<T>>(sums[first + j]) == fill_bits) fill_lanes |= block_mask{1} << j;
-      }
+      const block_mask fill_lanes = has_fill ? lanes_with_bits(s.sums.get() + first, fill_bits) & exact : 0;
       s.exceptions.push_back({static_cast<std::uint16_t>(k), fill_lanes, exact & ~fill_lanes});
     }
 

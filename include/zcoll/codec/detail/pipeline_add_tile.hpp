@@ -300,11 +300,8 @@ ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t,
       std::uint32_t codes[block_values];
       for (std::size_t j = 0; j < block_values; ++j) codes[j] = x[0].residuals[j] + x[1].residuals[j];
       const block_mask exact = (x[0].exact | x[1].exact | codes_out_of_range<quantizer_type>(codes, lanes)) & first_lanes(lanes);
-      block_mask fill_lanes = 0;
-      for (block_mask rest = ha.has_fill_value ? exact : 0; rest != 0; rest &= rest - 1) {
-        const auto j = static_cast<std::size_t>(zcoll::countr_zero(rest));
-        if (std::bit_cast<bits_of<T>>(sums[j]) == static_cast<bits_of<T>>(ha.fill_bits)) fill_lanes |= block_mask{1} << j;
-      }
+      const block_mask fill_lanes =
+          ha.has_fill_value ? lanes_with_bits(sums, static_cast<bits_of<T>>(ha.fill_bits)) & exact : 0;
       block.e = {fill_lanes, exact & ~fill_lanes};
       block.encoded_bytes = static_cast<std::uint32_t>(E::encode_block(sum, block.encoded));
     }

@@ -57,12 +57,7 @@ ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE exception_masks quantize_block(const Block
   }
   const block_mask valid = first_lanes(lanes);
   const block_mask unbounded = quantizer.quantize(x, codes) & valid;
-  block_mask fill_lanes = 0;
-  if (has_fill) {
-    alignas(64) std::uint32_t equal[block_values];
-    for (std::size_t j = 0; j < block_values; ++j) equal[j] = std::bit_cast<bits_of<T>>(x[j]) == fill ? 1u : 0u;
-    fill_lanes = lanes_nonzero(equal) & valid;
-  }
+  const block_mask fill_lanes = has_fill ? lanes_with_bits(x, fill) & valid : 0;
   return {fill_lanes, unbounded & ~fill_lanes};
 }
 
