@@ -77,6 +77,7 @@ struct options {
   std::size_t blocks = 0;  ///< --blocks: the multi-chunk (all-to-all) measurement on the device
   std::size_t tile = 1;    ///< --tile: the --input field repeated along its slowest extent
   bool add = false;        ///< --add: the homomorphic sum beside decompress-add-compress
+  bool add_same_fill = false;  ///< --add-pair same-fill: the second operand keeps the data's fill lanes
 };
 
 struct row {
@@ -179,6 +180,10 @@ run:
                         against one launch per block (not topk: it has no batch driver)
   --add on|off          also time zcoll::add (the homomorphic sum) beside decompress-add-compress on the same
                         two streams, for the chosen codecs whose streams add (default off)
+  --add-pair rotated|same-fill
+                        the second operand of --add: the data rotated by a third of its length (default),
+                        or that with the fill value (--fill) exactly where the data has it, as two fields
+                        of one grid have it (land in ocean data); without --fill the two are the same
   --threads N           host threads for compress and decompress (default 1)
   --repeat N            timed repetitions; the median is reported (default 5)
 output:
@@ -250,6 +255,11 @@ options parse(int argc, char** argv) {
     } else if (flag == "--add") {
       if (value != "on" && value != "off") usage_error(fmt::format("--add: '{}' is neither on nor off", value));
       o.add = value == "on";
+    } else if (flag == "--add-pair") {
+      if (value != "rotated" && value != "same-fill") {
+        usage_error(fmt::format("--add-pair: '{}' is neither rotated nor same-fill", value));
+      }
+      o.add_same_fill = value == "same-fill";
     } else if (flag == "--blocks") {
       o.blocks = static_cast<std::size_t>(parse_number(value, "--blocks"));
     } else if (flag == "--tile") {
@@ -725,9 +735,26 @@ void print_table(const std::string& title, const std::vector<row>& rows) {
   }
 }
 
-/// One codec's homomorphic sum beside decompress-add-compress (DOC) on the same pair of streams: the
-/// data and the data rotated by a third of its length (a second field of the same range), both
-/// compressed at the bound the data's stream states.
+/// The second operand of --add: the data rotated by a third of its length (a second field of the same
+/// range); with --add-pair same-fill, holding the fill value exactly where the data does (and the data's
+/// own value where the rotation brings a fill value elsewhere).
+template <class T>
+std::vector<T> second_operand(const options& o, std::span<const T> x) {
+  const std::size_t n = x.size();
+  std::vector<T> y(n);
+  for (std::size_t i = 0; i < n; ++i) y[i] = x[(i + n / 3) % n];
+  if (!o.add_same_fill || !o.fill_value) return y;
+  const auto is_fill = [fill = zcoll::fill_bits_of<T>(*o.fill_value)](T v) {
+    return std::bit_cast<zcoll::bits_of<T>>(v) == fill;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (is_fill(x[i]) || is_fill(y[i])) y[i] = x[i];
+  }
+  return y;
+}
+
+/// One codec's homomorphic sum beside decompress-add-compress (DOC) on the same pair of streams (the data
+/// and second_operand's), both compressed at the bound the data's stream states.
 struct add_row {
   std::string codec, bound;
   double add_s = 0, doc_s = 0, decompress_s = 0;
@@ -740,8 +767,7 @@ template <class Codec, class T>
 add_row measure_add(const options& o, const std::string& registry_name, const dataset<T>& data, const zcoll::bound& bound) {
   const std::vector<T>& x = data.values;
   const std::size_t n = x.size();
-  std::vector<T> y(n);
-  for (std::size_t i = 0; i < n; ++i) y[i] = x[(i + n / 3) % n];
+  const std::vector<T> y = second_operand<T>(o, x);
   const zcoll::exec::Host exec{.threads = o.threads};
   const zcoll::codec_config first{.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value,
                                   .shape = data.shape};
@@ -811,7 +837,8 @@ bool print_add_table(const std::vector<std::string>& names, const options& o, co
   }
   const double gb = static_cast<double>(data.values.size() * sizeof(T)) / 1e9;
   fmt::print("\nhomomorphic sum (zcoll::add) beside decompress-add-compress (DOC) on the same two streams (the data and the "
-             "data rotated by n/3); GB/s of one operand's values\n");
+             "data rotated by n/3{}); GB/s of one operand's values\n",
+             o.add_same_fill && o.fill_value ? ", holding the fill value where the data does" : "");
   fmt::print("{:<28} {:>12} {:>9} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11} {:>11} {:>5}\n", "codec", "bound", "add GB/s",
              "DOC GB/s", "dec GB/s", "add/DOC", "add/dec", "add ratio", "DOC ratio", "sum bound", "max error", "held");
   bool held = true;

@@ -17,7 +17,9 @@
 ///   large against the bound), the blocks up to the last such lane are decoded to codes (with 1-D
 ///   Lorenzo and BitShuffle only those holding one: the others move the running code on by the sum of
 ///   their residuals, read off their bit planes), the blocks holding one are dequantized, and those
-///   lanes become the sum's exceptions as below.
+///   lanes become the sum's exceptions as below. A block pair that holds the fill value at the same
+///   lanes and no outlier (land in two fields of one grid) is not dequantized: each of its exception
+///   lanes is fill + fill.
 /// - **lane by lane** (a chunk stored verbatim in either stream, a summed code out of range, or a coded
 ///   form with its exceptions not smaller than the values): both chunks are decoded to values as the
 ///   decoder does, keeping their residuals and exception lanes.
@@ -71,7 +73,9 @@ struct chunk_sum_buffers {
         residuals_sum(buffer<std::uint32_t>(padded(chunk_values))), values_a(buffer<T>(chunk_values)),
         values_b(buffer<T>(chunk_values)), sums(buffer<T>(padded(chunk_values))),
         lanes_a(buffer<block_mask>(padded(chunk_values) / block_values)),
-        lanes_b(buffer<block_mask>(padded(chunk_values) / block_values)) {
+        lanes_b(buffer<block_mask>(padded(chunk_values) / block_values)),
+        outliers_a(buffer<block_mask>(padded(chunk_values) / block_values)),
+        outliers_b(buffer<block_mask>(padded(chunk_values) / block_values)) {
     exceptions.reserve(padded(chunk_values) / block_values);
   }
   static std::size_t padded(std::size_t values) { return (values + block_values - 1) / block_values * block_values; }
@@ -81,7 +85,8 @@ struct chunk_sum_buffers {
   std::unique_ptr<std::uint32_t[]> residuals_a, residuals_b, residuals_sum;
   std::unique_ptr<T[]> values_a, values_b;
   std::unique_ptr<T[]> sums;  // padded to whole blocks: the fill test and the exception path take a block at a time
-  std::unique_ptr<block_mask[]> lanes_a, lanes_b;  // each block's exception lanes (fill or outlier)
+  std::unique_ptr<block_mask[]> lanes_a, lanes_b;        // each block's exception lanes (fill or outlier)
+  std::unique_ptr<block_mask[]> outliers_a, outliers_b;  // the outliers among them
   std::vector<block_exceptions> exceptions;
 };
 
@@ -254,17 +259,22 @@ struct pipeline_add {
                                   chunk_number);
   }
 
-  /// The exception lanes of chunk `c` (coded, n values) into `lanes` (one mask per block) and their
-  /// values into `values`, from its section at `section` (none for a chunk coded without exceptions).
+  /// The exception lanes of chunk `c` (coded, n values) into `lanes` (one mask per block), the outliers
+  /// among them into `outliers`, and their values into `values`, from its section at `section` (none for
+  /// a chunk coded without exceptions).
   template <floating_value T>
   static void read_exception_lanes(const std::optional<T>& fill, std::span<const std::byte> c, std::size_t section,
-                                   std::size_t n, T* values, block_mask* lanes, std::size_t chunk_number) {
+                                   std::size_t n, T* values, block_mask* lanes, block_mask* outliers,
+                                   std::size_t chunk_number) {
     std::fill_n(lanes, (n + block_values - 1) / block_values, block_mask{0});
+    std::fill_n(outliers, (n + block_values - 1) / block_values, block_mask{0});
     if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) return;
     const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
     const auto read = apply_exception_section(c.data() + section, c.size() - section, fill.has_value(), fill.value_or(T(0)),
-                                              values, n,
-                                              [&](std::size_t block, block_mask f, block_mask o) { lanes[block] = f | o; });
+                                              values, n, [&](std::size_t block, block_mask f, block_mask o) {
+                                                lanes[block] = f | o;
+                                                outliers[block] = o;
+                                              });
     if (read.fault != exception_fault::none) {
       throw format_error(where() + "exception section, entry " + std::to_string(read.entry) + ": " + to_string(read.fault));
     }
@@ -274,8 +284,9 @@ struct pipeline_add {
   /// The sum's exceptions when either chunk has some, its blocks already written up to `cursor` (block
   /// by block, as add_blocks wrote them): the lanes stored exactly in either chunk hold a' + b', as
   /// add_lanes gives them (the same bytes), but only the blocks up to the last such block are decoded, to
-  /// codes and no further, and only the blocks holding one are dequantized. Nothing when the section does
-  /// not fit before the chunk's verbatim size.
+  /// codes and no further, and only the blocks holding one are dequantized (not those where both hold
+  /// the fill value at the same lanes and nothing else). Nothing when the section does not fit before the
+  /// chunk's verbatim size.
   template <floating_value T, class BlockQuantizer, class NewState>
   static std::optional<std::size_t> add_exception_lanes(const BlockQuantizer& quantizer, const std::optional<T>& fill,
                                                         const NewState& new_state, std::span<const std::byte> a,
@@ -283,14 +294,17 @@ struct pipeline_add {
                                                         std::size_t section_b, std::size_t n, std::byte* out,
                                                         std::byte* cursor, chunk_sum_buffers<T>& s,
                                                         std::size_t chunk_number) {
-    read_exception_lanes<T>(fill, a, section_a, n, s.values_a.get(), s.lanes_a.get(), chunk_number);
-    read_exception_lanes<T>(fill, b, section_b, n, s.values_b.get(), s.lanes_b.get(), chunk_number);
+    read_exception_lanes<T>(fill, a, section_a, n, s.values_a.get(), s.lanes_a.get(), s.outliers_a.get(), chunk_number);
+    read_exception_lanes<T>(fill, b, section_b, n, s.values_b.get(), s.lanes_b.get(), s.outliers_b.get(), chunk_number);
     const std::size_t blocks = (n + block_values - 1) / block_values;
     std::size_t last = 0;  // one past the last block with an exception lane
     for (std::size_t k = 0; k < blocks; ++k) last = (s.lanes_a[k] | s.lanes_b[k]) != 0 ? k + 1 : last;
 
     const bool has_fill = fill.has_value();
     const bits_of<T> fill_bits = std::bit_cast<bits_of<T>>(fill.value_or(T(0)));
+    // What a lane holding the fill value in both chunks sums to, and whether that is the fill value.
+    const T fill_sum = lane_sum(fill.value_or(T(0)), fill.value_or(T(0)));
+    const bool fill_sum_is_fill = has_fill && std::bit_cast<bits_of<T>>(fill_sum) == fill_bits;
     auto state_a = new_state(), state_b = new_state();
     alignas(64) std::uint32_t codes_a[block_values], codes_b[block_values];
     alignas(64) T block_a[block_values], block_b[block_values];
@@ -302,24 +316,34 @@ struct pipeline_add {
       const std::byte* encoded_b = b.data() + at_b;
       at_a += E::block_bytes(encoded_a[0]);  // the blocks were checked by add_blocks
       at_b += E::block_bytes(encoded_b[0]);
-      if (either == 0) {
-        if constexpr (codes_are_residuals) {
-          continue;  // nothing carries from block to block
-        } else if constexpr (skips_blocks_by_sum) {
+      // Both blocks hold the fill value at the same lanes and nothing else exactly (land in both fields,
+      // fill runs): each of those lanes sums to fill_sum, known without a value of the block.
+      const bool fill_alike = s.outliers_a[k] == 0 && s.outliers_b[k] == 0 && s.lanes_a[k] == s.lanes_b[k];
+      const std::size_t first = k * block_values;
+      if (fill_alike) {  // either == 0 too: no lane to sum
+        if constexpr (skips_blocks_by_sum) {
           P::skip_block(state_a, E::residual_sum(encoded_a));
           P::skip_block(state_b, E::residual_sum(encoded_b));
-          continue;
+        } else if constexpr (!codes_are_residuals) {  // nothing carries from block to block without prediction
+          E::decode_checked_block(encoded_a, codes_a);
+          E::decode_checked_block(encoded_b, codes_b);
+          P::inverse(state_a, codes_a);
+          P::inverse(state_b, codes_b);
         }
+        if (either != 0) {
+          std::fill_n(s.sums.get() + first, block_values, fill_sum);
+          s.exceptions.push_back({static_cast<std::uint16_t>(k), fill_sum_is_fill ? either : 0,
+                                  fill_sum_is_fill ? 0 : either});
+        }
+        continue;
       }
       E::decode_checked_block(encoded_a, codes_a);
       E::decode_checked_block(encoded_b, codes_b);
       P::inverse(state_a, codes_a);
       P::inverse(state_b, codes_b);
-      if (either == 0) continue;
       // Every lane of the block at once, where the loops vectorize (fields with fill values have exception
       // lanes in most blocks): each operand's value, exact where it stored one, then their sum. The padding
       // lanes of a last block have codes too (zero residuals), and s.sums is padded to whole blocks.
-      const std::size_t first = k * block_values;
       quantizer.dequantize(codes_a, block_a, block_values);
       quantizer.dequantize(codes_b, block_b, block_values);
       place_exact_lanes(s.lanes_a[k], s.values_a.get() + first, block_a);
@@ -360,17 +384,18 @@ struct pipeline_add {
     return true;
   }
 
-  /// Decodes chunk `c` of n values as the decoder does, keeping its residuals (when coded) and each
-  /// block's exception lanes; returns its kind.
+  /// Decodes chunk `c` of n values as the decoder does, keeping its residuals (when coded), each block's
+  /// exception lanes and the outliers among them; returns its kind.
   template <floating_value T, class BlockQuantizer, class NewState>
   static chunk_kind decode_lanes(const BlockQuantizer& quantizer, const std::optional<T>& fill, const NewState& new_state,
                                  std::span<const std::byte> c, std::size_t n, std::uint32_t* residuals, T* values,
-                                 block_mask* lanes, std::size_t chunk_number) {
+                                 block_mask* lanes, block_mask* outliers, std::size_t chunk_number) {
     const std::size_t blocks = (n + block_values - 1) / block_values;
     const auto kind = static_cast<chunk_kind>(std::to_integer<std::uint8_t>(c[0]));
     const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
     if (kind == chunk_kind::verbatim) {
       std::fill_n(lanes, blocks, block_mask{0});  // a coded chunk's come from read_exception_lanes, below
+      std::fill_n(outliers, blocks, block_mask{0});
       if (c.size() != 1 + n * sizeof(T)) throw format_error(where() + "verbatim chunk of the wrong size");
       std::memcpy(values, c.data() + 1, n * sizeof(T));
       return kind;
@@ -392,7 +417,7 @@ struct pipeline_add {
       std::copy_n(tail, count, values + first);
     }
     if (kind == chunk_kind::coded && offset != c.size()) throw format_error(where() + "bytes left after the last block");
-    read_exception_lanes<T>(fill, c, offset, n, values, lanes, chunk_number);
+    read_exception_lanes<T>(fill, c, offset, n, values, lanes, outliers, chunk_number);
     return kind;
   }
 
@@ -402,9 +427,9 @@ struct pipeline_add {
                                std::span<const std::byte> a, std::span<const std::byte> b, std::size_t n, std::byte* out,
                                chunk_sum_buffers<T>& s, std::size_t chunk_number) {
     const chunk_kind kind_a = decode_lanes<T>(quantizer, fill, new_state, a, n, s.residuals_a.get(), s.values_a.get(),
-                                              s.lanes_a.get(), chunk_number);
+                                              s.lanes_a.get(), s.outliers_a.get(), chunk_number);
     const chunk_kind kind_b = decode_lanes<T>(quantizer, fill, new_state, b, n, s.residuals_b.get(), s.values_b.get(),
-                                              s.lanes_b.get(), chunk_number);
+                                              s.lanes_b.get(), s.outliers_b.get(), chunk_number);
     for (std::size_t i = 0; i < n; ++i) s.sums[i] = lane_sum(s.values_a[i], s.values_b[i]);
     // The fill test below reads whole blocks.
     std::fill(s.sums.get() + n, s.sums.get() + chunk_sum_buffers<T>::padded(n), T(0));
