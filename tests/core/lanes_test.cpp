@@ -2,9 +2,13 @@
 // of core/lanes.hpp is checked against the same plain reference loops.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
+#include <limits>
 #include <random>
+#include <vector>
 
 #include "support/test_support.hpp"
 #include "zcoll/core/lanes.hpp"
@@ -54,7 +58,7 @@ block random_block(std::mt19937_64& rng) {
   return v;
 }
 
-const char* path_name() { return ZCOLL_HAS_AVX2 ? "AVX2" : "portable"; }
+const char* path_name() { return ZCOLL_HAS_AVX512 ? "AVX-512" : ZCOLL_HAS_AVX2 ? "AVX2" : "portable"; }
 
 }  // namespace
 
@@ -126,5 +130,57 @@ TEST_CASE("set_bit_in_lanes rebuilds words from their bit planes", "[core][lanes
     block rebuilt{};
     for (unsigned bit = 0; bit < 32; ++bit) zcoll::set_bit_in_lanes(rebuilt.data(), zcoll::lanes_with_bit(v.data(), bit), bit);
     REQUIRE(rebuilt == v);
+  }
+}
+
+TEMPLATE_TEST_CASE("lanes_with_bits finds the lanes holding a bit pattern, NaN payloads included", "[core][lanes]", float,
+                   double) {
+  using bits = zcoll::bits_of<TestType>;
+  std::mt19937_64 rng(zcoll_test::seed + 4);
+  const TestType payload_nan = std::bit_cast<TestType>(static_cast<bits>(std::bit_cast<bits>(std::numeric_limits<TestType>::quiet_NaN()) | 5u));
+  for (const TestType fill : {TestType(-1e10), TestType(0), TestType(-0.0), payload_nan,
+                              std::numeric_limits<TestType>::infinity()}) {
+    for (int trial = 0; trial < 2000; ++trial) {
+      std::array<TestType, zcoll::block_values> v{};
+      zcoll::block_mask expected = 0;
+      for (unsigned j = 0; j < 32; ++j) {
+        switch (rng() % 5) {
+          case 0: v[j] = fill; break;
+          case 1: v[j] = std::numeric_limits<TestType>::quiet_NaN(); break;  // a NaN of another payload
+          case 2: v[j] = -fill; break;
+          default: v[j] = static_cast<TestType>(static_cast<double>(rng() % 1000) - 500.0); break;
+        }
+        if (std::bit_cast<bits>(v[j]) == std::bit_cast<bits>(fill)) expected |= zcoll::block_mask{1} << j;
+      }
+      INFO("fill bits " << std::hex << std::bit_cast<bits>(fill) << ", trial " << std::dec << trial);
+      REQUIRE(zcoll::lanes_with_bits(v.data(), std::bit_cast<bits>(fill)) == expected);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("set_lanes and copy_lanes write exactly their lanes, and stay inside a short last block", "[core][lanes]",
+                   float, double) {
+  INFO("lanes path: " << path_name());
+  std::mt19937_64 rng(zcoll_test::seed + 5);
+  for (int trial = 0; trial < 5000; ++trial) {
+    // A last block of `valid` lanes at the very end of its allocation: lanes past it must be neither
+    // read nor written (the sanitizer builds see an access past the vector).
+    const std::size_t valid = trial % 3 == 0 ? 32 : 1 + rng() % 32;
+    const zcoll::block_mask inside = valid == 32 ? ~zcoll::block_mask{0} : (zcoll::block_mask{1} << valid) - 1;
+    const auto lanes = static_cast<zcoll::block_mask>(trial % 11 == 0 ? ~0u : rng()) & inside;
+    std::vector<TestType> to(valid), from(valid), expected_set(valid), expected_copy(valid);
+    for (std::size_t j = 0; j < valid; ++j) {
+      to[j] = static_cast<TestType>(j);
+      from[j] = static_cast<TestType>(1000 + j);
+      const bool in = (lanes >> j) & 1u;
+      expected_set[j] = in ? TestType(-7.5) : to[j];
+      expected_copy[j] = in ? from[j] : to[j];
+    }
+    INFO("trial " << trial << ", valid " << valid << ", lanes " << std::hex << lanes);
+    auto copied = to;
+    zcoll::copy_lanes(copied.data(), lanes, from.data());
+    REQUIRE(copied == expected_copy);
+    zcoll::set_lanes(to.data(), lanes, TestType(-7.5));
+    REQUIRE(to == expected_set);
   }
 }

@@ -25,8 +25,9 @@
 #endif
 
 // AVX-512 (F) for the sum of two bit-plane blocks (encode/detail/bitshuffle_block_sum.hpp), where 16
-// planes fit one vector; every other block path stays AVX2 (tests: the native build on an AVX-512 CPU and
-// the zcoll-tests-avx512 variant, which skips on CPUs without it).
+// planes fit one vector, and for the masked lane writes of core/lanes.hpp; every other block path stays
+// AVX2 (tests: the native build on an AVX-512 CPU and the zcoll-tests-avx512 variant, which skips on
+// CPUs without it).
 #if defined(__AVX512F__) && !defined(__CUDA_ARCH__)
 #define ZCOLL_HAS_AVX512 1
 #else

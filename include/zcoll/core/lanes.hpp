@@ -2,17 +2,19 @@
 /// The 32-value block every stage works on, and the lane-mask primitives of its bit-plane math.
 ///
 /// A block mask has bit j set for lane j. These primitives are the whole vector vocabulary of the host
-/// codecs; each has an AVX2 form and a portable loop, chosen at compile time (core/config.hpp), and all
-/// forms give identical results.
+/// codecs; each has a vector form and a portable loop, chosen at compile time (core/config.hpp), and all
+/// forms give identical results: AVX2 for the bit tests and set_bit_in_lanes, AVX-512 masked stores for
+/// set_lanes and copy_lanes (without AVX-512 they loop over the mask's bits).
 
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/value_type.hpp"
 
-#if ZCOLL_HAS_AVX2
+#if ZCOLL_HAS_AVX2 || ZCOLL_HAS_AVX512
 #include <immintrin.h>
 #endif
 
@@ -80,6 +82,47 @@ ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void set_bit_in_lanes(std::uint32_t* v, bl
   }
 #else
   for (unsigned j = 0; j < block_values; ++j) v[j] |= ((lanes >> j) & 1u) << bit;
+#endif
+}
+
+/// v[j] = value for the lanes j in `lanes`; the other lanes are neither read nor written (a last block's
+/// lanes past the data may lie outside it).
+template <floating_value T>
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void set_lanes(T* v, block_mask lanes, T value) {
+#if ZCOLL_HAS_AVX512
+  // Masked stores: a masked-off lane is not touched, so none can fault.
+  if constexpr (sizeof(T) == 4) {
+    const __m512 x = _mm512_set1_ps(value);
+    for (int k = 0; k < 2; ++k) _mm512_mask_storeu_ps(v + 16 * k, static_cast<__mmask16>(lanes >> (16 * k)), x);
+  } else {
+    const __m512d x = _mm512_set1_pd(value);
+    for (int k = 0; k < 4; ++k) _mm512_mask_storeu_pd(v + 8 * k, static_cast<__mmask8>(lanes >> (8 * k)), x);
+  }
+#else
+  for (block_mask rest = lanes; rest != 0; rest &= rest - 1) v[zcoll::countr_zero(rest)] = value;
+#endif
+}
+
+/// to[j] = from[j] for the lanes j in `lanes`; the other lanes of neither are read or written.
+template <floating_value T>
+ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void copy_lanes(T* to, block_mask lanes, const T* from) {
+#if ZCOLL_HAS_AVX512
+  if constexpr (sizeof(T) == 4) {
+    for (int k = 0; k < 2; ++k) {
+      const auto m = static_cast<__mmask16>(lanes >> (16 * k));
+      _mm512_mask_storeu_ps(to + 16 * k, m, _mm512_maskz_loadu_ps(m, from + 16 * k));
+    }
+  } else {
+    for (int k = 0; k < 4; ++k) {
+      const auto m = static_cast<__mmask8>(lanes >> (8 * k));
+      _mm512_mask_storeu_pd(to + 8 * k, m, _mm512_maskz_loadu_pd(m, from + 8 * k));
+    }
+  }
+#else
+  for (block_mask rest = lanes; rest != 0; rest &= rest - 1) {
+    const auto j = static_cast<unsigned>(zcoll::countr_zero(rest));
+    to[j] = from[j];
+  }
 #endif
 }
 

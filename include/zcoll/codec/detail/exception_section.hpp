@@ -232,7 +232,7 @@ ZCOLL_HOST_DEVICE inline std::size_t lanes_in_block(std::size_t block, std::size
 template <floating_value T>
 ZCOLL_HOST_DEVICE void apply_masked_block(T* block_start, block_mask fill_lanes, block_mask outliers, T fill,
                                           const std::byte* outlier_values) {
-  for (block_mask rest = fill_lanes; rest != 0; rest &= rest - 1) block_start[zcoll::countr_zero(rest)] = fill;
+  set_lanes(block_start, fill_lanes, fill);
   for (block_mask rest = outliers; rest != 0; rest &= rest - 1) {
     std::memcpy(block_start + zcoll::countr_zero(rest), outlier_values, sizeof(T));
     outlier_values += sizeof(T);

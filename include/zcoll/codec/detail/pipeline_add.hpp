@@ -346,8 +346,8 @@ struct pipeline_add {
       // lanes of a last block have codes too (zero residuals), and s.sums is padded to whole blocks.
       quantizer.dequantize(codes_a, block_a, block_values);
       quantizer.dequantize(codes_b, block_b, block_values);
-      place_exact_lanes(s.lanes_a[k], s.values_a.get() + first, block_a);
-      place_exact_lanes(s.lanes_b[k], s.values_b.get() + first, block_b);
+      copy_lanes(block_a, s.lanes_a[k], s.values_a.get() + first);
+      copy_lanes(block_b, s.lanes_b[k], s.values_b.get() + first);
       T* const sums = s.sums.get() + first;
       for (std::size_t j = 0; j < block_values; ++j) sums[j] = lane_sum(block_a[j], block_b[j]);
       const block_mask fill_lanes = has_fill ? lanes_with_bits(sums, fill_bits) & either : 0;
@@ -358,15 +358,6 @@ struct pipeline_add {
     const std::span<const T> sums(s.sums.get(), n);  // read at the exception lanes only
     if (exception_section_bytes<T>(exceptions, n) > static_cast<std::size_t>(limit - cursor)) return std::nullopt;
     return chunk::finish_chunk(exceptions, sums, out, cursor, limit);
-  }
-
-  /// block[j] = exact[j] at the lanes of `lanes`.
-  template <floating_value T>
-  static void place_exact_lanes(block_mask lanes, const T* exact, T* block) {
-    for (block_mask rest = lanes; rest != 0; rest &= rest - 1) {
-      const auto j = static_cast<std::size_t>(zcoll::countr_zero(rest));
-      block[j] = exact[j];
-    }
   }
 
   /// Whether every code of the coded chunk at `blocks` (n values) is within the quantizer's range.
