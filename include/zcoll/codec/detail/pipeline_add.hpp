@@ -320,16 +320,18 @@ struct pipeline_add {
       // fill runs): each of those lanes sums to fill_sum, known without a value of the block.
       const bool fill_alike = s.outliers_a[k] == 0 && s.outliers_b[k] == 0 && s.lanes_a[k] == s.lanes_b[k];
       const std::size_t first = k * block_values;
+      // The predictor moves on past every block: by the residual sums where no value is needed, else
+      // by the codes (without prediction nothing carries from block to block).
+      if (!fill_alike || !(skips_blocks_by_sum || codes_are_residuals)) {
+        E::decode_checked_block(encoded_a, codes_a);
+        E::decode_checked_block(encoded_b, codes_b);
+        P::inverse(state_a, codes_a);
+        P::inverse(state_b, codes_b);
+      } else if constexpr (skips_blocks_by_sum) {
+        P::skip_block(state_a, E::residual_sum(encoded_a));
+        P::skip_block(state_b, E::residual_sum(encoded_b));
+      }
       if (fill_alike) {  // either == 0 too: no lane to sum
-        if constexpr (skips_blocks_by_sum) {
-          P::skip_block(state_a, E::residual_sum(encoded_a));
-          P::skip_block(state_b, E::residual_sum(encoded_b));
-        } else if constexpr (!codes_are_residuals) {  // nothing carries from block to block without prediction
-          E::decode_checked_block(encoded_a, codes_a);
-          E::decode_checked_block(encoded_b, codes_b);
-          P::inverse(state_a, codes_a);
-          P::inverse(state_b, codes_b);
-        }
         if (either != 0) {
           std::fill_n(s.sums.get() + first, block_values, fill_sum);
           s.exceptions.push_back({static_cast<std::uint16_t>(k), fill_sum_is_fill ? either : 0,
@@ -337,10 +339,6 @@ struct pipeline_add {
         }
         continue;
       }
-      E::decode_checked_block(encoded_a, codes_a);
-      E::decode_checked_block(encoded_b, codes_b);
-      P::inverse(state_a, codes_a);
-      P::inverse(state_b, codes_b);
       // Every lane of the block at once, where the loops vectorize (fields with fill values have exception
       // lanes in most blocks): each operand's value, exact where it stored one, then their sum. The padding
       // lanes of a last block have codes too (zero residuals), and s.sums is padded to whole blocks.
