@@ -1,5 +1,5 @@
 #pragma once
-// The CUDA decoder of the chunk-encoder pipelines (Huffman, VectorLZ) run on a host team of std::threads,
+// The CUDA decoder of the chunk-encoder pipelines (Huffman, VectorLZ) run on a host team (fibers),
 // as decompress(exec::Cuda, ...) runs it: the model kernel's reading of the stream's model, then the
 // tiles; and its refusals held against the host decoder's. For the host-team tests of
 // codec/detail/huffman_tile.hpp and vector_lz_tile.hpp.

@@ -1,5 +1,5 @@
 // The CUDA decoder of Huffman pipelines (codec/detail/huffman_tile.hpp inside pipeline_tile.hpp's
-// decompress_tile) run on a host team of std::threads: the stream's model read as the device reads it,
+// decompress_tile) run on a host team (fibers): the stream's model read as the device reads it,
 // then every chunk decoded by the team, one thread per Huffman stream. Its values must be the host
 // decoder's bit for bit (EmbeddingHuffman and Lorenzo1D + Huffman, f32 and f64, chunks for both team
 // sizes, fill values and exceptions, the bit-plane fallback), and it must refuse exactly the streams

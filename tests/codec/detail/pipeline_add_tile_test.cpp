@@ -1,4 +1,4 @@
-// zcoll::add's CUDA driver (codec/detail/pipeline_add_tile.hpp) run on a host team of std::threads: the
+// zcoll::add's CUDA driver (codec/detail/pipeline_add_tile.hpp) run on a host team (fibers): the
 // sum must be the host add's bytes on every kind of chunk pair — coded block by block (zero blocks
 // copied), with exceptions, verbatim, codes whose sum leaves the code range — for f32 and f64, with and
 // without a fill value, on teams of 128 and 1024 threads, the input chunks staged in the team's shared

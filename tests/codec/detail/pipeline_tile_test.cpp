@@ -1,4 +1,4 @@
-// The CUDA driver's tile algorithm (codec/detail/pipeline_tile.hpp) run on a host team of std::threads:
+// The CUDA driver's tile algorithm (codec/detail/pipeline_tile.hpp) run on a host team (fibers):
 // its streams must be the host driver's byte for byte, batch or single, on every adversarial input, and
 // its decoder must give the host decoder's values and report every truncated or damaged stream without
 // reading or writing outside its buffers (ASan watches). The kernels themselves run this same code.

@@ -1,5 +1,5 @@
 // The CUDA decoder of VectorLZ pipelines (codec/detail/vector_lz_tile.hpp inside pipeline_tile.hpp's
-// decompress_tile) run on a host team of std::threads: the stream's model read as the device reads it,
+// decompress_tile) run on a host team (fibers): the stream's model read as the device reads it,
 // then every chunk's tokens checked, its literals decoded (a Huffman chunk, or bit-plane blocks under
 // the model's fallback) and its vectors placed by the team. Its values must be the host decoder's bit
 // for bit (EmbeddingLZ, f32 and f64, vectors of 1, 16 and 64 codes, chunks for both team sizes, partial
