@@ -94,21 +94,23 @@ TEST_CASE("TableWiseAlltoall: segment lists that do not fit are refused, naming 
 TEST_CASE("TableWiseAlltoall: a peer whose segments disagree is a format_error on the receiver, nobody hangs",
           "[embedding][table_alltoall]") {
   const std::vector<double> two_bounds{1e-3, 1e-3};
-  // Rank 1 expects table 1 from rank 0, which sends table 0 (same length); then an extra empty segment.
-  for (const bool extra_segment : {false, true}) {
-    INFO("extra segment " << extra_segment);
+  // Rank 1 expects table 1 from rank 0, which sends table 0 (same length); then an extra empty segment;
+  // then the right table, but rank 0 sends 17 values where rank 1 expects 16.
+  enum class disagreement { table, extra_segment, length };
+  for (const disagreement d : {disagreement::table, disagreement::extra_segment, disagreement::length}) {
+    INFO("disagreement " << static_cast<int>(d));
     std::vector<std::string> errors(2);
     CHECK_NOTHROW(run_local(2, [&](Local& t) {
       emb::TableWiseAlltoall<zcoll::FZLight> a2a{t, zcoll::codec_config{}};
       const int me = t.rank();
-      std::vector<float> in(16, 1.0f), out(me == 0 ? 0 : 16);
+      const std::uint32_t sent = d == disagreement::length ? 17 : 16;
+      std::vector<float> in(me == 0 ? sent : 0, 1.0f), out(me == 0 ? 0 : 16);
       std::vector<emb::table_segment> send, recv;
-      if (me == 0) send.push_back({1, 0, 16});
+      if (me == 0) send.push_back({1, 0, sent});
       if (me == 1) {
-        recv.push_back({0, extra_segment ? 0u : 1u, 16});
-        if (extra_segment) recv.push_back({0, 1, 0});
+        recv.push_back({0, d == disagreement::table ? 1u : 0u, 16});
+        if (d == disagreement::extra_segment) recv.push_back({0, 1, 0});
       }
-      if (me == 1) in.clear();
       try {
         a2a.exchange(in, send, out, recv, two_bounds);
       } catch (const zcoll::format_error& e) {
@@ -116,7 +118,8 @@ TEST_CASE("TableWiseAlltoall: a peer whose segments disagree is a format_error o
       }
     }));
     CHECK(errors[0].empty());
-    CHECK_THAT(errors[1], Catch::Contains(extra_segment ? "announced 1 segments for this rank, which expects 2"
-                                                        : "announced table 0 with"));
+    CHECK_THAT(errors[1], Catch::Contains(d == disagreement::table           ? "announced table 0 with"
+                                          : d == disagreement::extra_segment ? "announced 1 segments for this rank, which expects 2"
+                                                                             : "rank 0 sent 17 values as its segment 0 for this rank (table 0), which expects 16"));
   }
 }

@@ -157,9 +157,20 @@ class TableWiseAlltoall {
         continue;
       }
       const auto r = static_cast<std::size_t>(s.peer);
-      const auto b = static_cast<std::size_t>(received_words[word_at[r] + 2 * segment_of[r]++ + 1]);
-      if (s.values > 0) codec_for(bounds[s.table]).codec.decompress(exec_, std::span<const std::byte>(received).subspan(byte_at, b), target);
+      const std::size_t i = segment_of[r]++;
+      const auto b = static_cast<std::size_t>(received_words[word_at[r] + 2 * i + 1]);
+      const auto stream = std::span<const std::byte>(received).subspan(byte_at, b);
       byte_at += b;
+      if (s.values == 0) continue;
+      // A stream of another length than recv_segments says is the pair disagreeing, as above: a
+      // format_error, not the decoder's argument_error about the size of `out`.
+      const std::uint64_t held = read_stream_header(stream).count;
+      if (held != s.values) {
+        throw format_error("TableWiseAlltoall: rank " + std::to_string(r) + " sent " + std::to_string(held) + " values as its segment " +
+                           std::to_string(i) + " for this rank (table " + std::to_string(s.table) + "), which expects " +
+                           std::to_string(s.values));
+      }
+      codec_for(bounds[s.table]).codec.decompress(exec_, stream, target);
     }
     report_.decompress_s = since(start);
     forget_codecs_except(bounds);
