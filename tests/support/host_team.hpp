@@ -29,7 +29,9 @@ namespace zcoll_test {
 /// reverse rank order where `reverse_order` says so, and one after another: a read of another thread's
 /// write without a barrier between them gives a stale value whenever the reader runs first (host_team::run
 /// alternates the order, so either rank may be the lower one). Ranks that disagree on the number of
-/// barriers, undefined on a GPU, are a std::logic_error here.
+/// barriers, undefined on a GPU, are a std::logic_error here. Under ASan, which says once that it does not
+/// fully support swapcontext: it clears the shadow of the stack it switches to, so the redzones of a
+/// fiber's frames that span a barrier go unchecked after it; every access is checked otherwise.
 class team_fibers {
  public:
   team_fibers(unsigned threads, bool reverse_order) : fibers_(threads), reverse_order_(reverse_order) {}
