@@ -1,4 +1,4 @@
-// HighRatio<N> = Pipeline<Linear, Interpolation<N>, Huffman, Zstd> and LorenzoHuffman<N> = Pipeline<Linear,
+// HighRatio<N> = Pipeline<Linear, Interpolation<N>, ContextAns, Zstd> and LorenzoHuffman<N> = Pipeline<Linear,
 // Lorenzo<N>, Huffman>: the grid (and the interpolation predictor's walk) travel in the parameter section.
 #include <catch2/catch.hpp>
 

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "support/chunk_encoder_checks.hpp"
 #include "support/guarded_buffer.hpp"
 #include "support/test_support.hpp"
 #include "zcoll/core/bit_io.hpp"
@@ -26,37 +27,18 @@ namespace {
 using Huffman = zcoll::encode::Huffman;
 namespace hd = zcoll::encode::detail;
 using residuals_t = std::vector<std::int32_t>;
+using zcoll_test::decoded;
 using zcoll_test::guarded_buffer;
+using zcoll_test::read_back;
+using zcoll_test::require_equal;
+using zcoll_test::statistics_of;
+using zcoll_test::written_model;
 
 static_assert(zcoll::encode::chunk_encoder<Huffman>);
 
 constexpr std::int32_t int_min = std::numeric_limits<std::int32_t>::min();
 constexpr std::int32_t int_max = std::numeric_limits<std::int32_t>::max();
 constexpr unsigned max_length = hd::huffman_max_code_length;
-
-Huffman::statistics statistics_of(const std::vector<residuals_t>& chunks) {
-  Huffman::statistics stats;
-  for (const auto& c : chunks) stats.add(c);
-  return stats;
-}
-
-std::vector<std::byte> written_model(const Huffman::model& m) {
-  std::vector<std::byte> bytes(Huffman::model_size_bytes(m));
-  REQUIRE(bytes.size() <= Huffman::max_model_bytes);
-  zcoll::byte_writer out(bytes);
-  Huffman::write_model(m, out);
-  REQUIRE(out.remaining() == 0);
-  return bytes;
-}
-
-/// read_model from bytes that end at a guard page; checks that it read all of them.
-Huffman::model read_back(std::span<const std::byte> bytes) {
-  auto guarded = guarded_buffer<std::byte>::copy_of(bytes);
-  zcoll::byte_reader in(guarded.span());
-  auto m = Huffman::read_model(in);
-  REQUIRE(in.remaining() == 0);
-  return m;
-}
 
 /// The largest chunk any coding gives n residuals: 49 bits per escaped residual, or bit-plane blocks.
 std::size_t room_for(std::size_t n) { return 16 + std::max(n * 49 / 8 + 8, (n + 31) / 32 * Huffman::max_model_bytes); }
@@ -68,25 +50,6 @@ std::vector<std::byte> encoded(const Huffman::model& m, std::span<const std::int
   REQUIRE(*size <= out.size());
   out.resize(*size);
   return out;
-}
-
-/// decode_chunk of a chunk that ends at a guard page (a read past it faults).
-std::vector<std::uint32_t> decoded(const Huffman::model& m, std::span<const std::byte> chunk, std::size_t count) {
-  auto guarded = guarded_buffer<std::byte>::copy_of(chunk);
-  std::vector<std::uint32_t> out(count, 0xDEAD'BEEFu);
-  const std::size_t used = Huffman::decode_chunk(m, guarded.span(), out);
-  REQUIRE(used == chunk.size());
-  return out;
-}
-
-void require_equal(std::span<const std::uint32_t> got, std::span<const std::int32_t> want) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (got[i] != static_cast<std::uint32_t>(want[i])) {
-      INFO("residual " << i << " of " << want.size());
-      REQUIRE(static_cast<std::int32_t>(got[i]) == want[i]);
-    }
-  }
 }
 
 /// The code lengths of `m` are at most 12 and form a complete prefix code: the decode-table regions of
@@ -109,16 +72,16 @@ void require_complete_prefix_code(const Huffman::model& m) {
 
 /// model -> write/read -> encode (exact room, one byte short) -> decode, chunk by chunk.
 void check_round_trip_with(const Huffman::model& model, const std::vector<residuals_t>& chunks) {
-  const std::vector<std::byte> model_bytes = written_model(model);
-  const Huffman::model reread = read_back(model_bytes);
+  const std::vector<std::byte> model_bytes = written_model<Huffman>(model);
+  const Huffman::model reread = read_back<Huffman>(model_bytes);
   CHECK(reread.bitplane_fallback == model.bitplane_fallback);
   CHECK(reread.lengths == model.lengths);
-  CHECK(written_model(reread) == model_bytes);
+  CHECK(written_model<Huffman>(reread) == model_bytes);
   if (!model.bitplane_fallback) require_complete_prefix_code(model);
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     INFO("chunk " << c << " of " << chunks[c].size() << " residuals, fallback " << model.bitplane_fallback);
     const std::vector<std::byte> chunk = encoded(model, chunks[c]);
-    require_equal(decoded(reread, chunk, chunks[c].size()), chunks[c]);
+    require_equal(decoded<Huffman>(reread, chunk, chunks[c].size()), chunks[c]);
     // Exactly the room it needs: the same bytes; one byte less: nothing, and nothing written past it.
     guarded_buffer<std::byte> exact(chunk.size());
     const auto size = Huffman::encode_chunk(model, chunks[c], exact.span());
@@ -133,7 +96,7 @@ void check_round_trip_with(const Huffman::model& model, const std::vector<residu
 
 /// The same, for the model make_model builds from the chunks' statistics.
 Huffman::model check_round_trip(const std::vector<residuals_t>& chunks) {
-  Huffman::model model = Huffman::make_model(statistics_of(chunks));
+  Huffman::model model = Huffman::make_model(statistics_of<Huffman>(chunks));
   check_round_trip_with(model, chunks);
   return model;
 }
@@ -327,7 +290,7 @@ TEST_CASE("Huffman writes the documented model and chunk layout", "[encode][huff
   // 1 = 2 - 1 (101), escape 2 = 1 + 1 (100): 24 bits.
   const std::vector<std::byte> want_model = {std::byte{0x00}, std::byte{0x0B}, std::byte{0x00},
                                              std::byte{0x93}, std::byte{0x13}, std::byte{0x36}};
-  CHECK(written_model(m) == want_model);
+  CHECK(written_model<Huffman>(m) == want_model);
   // One stream: 0, 0, 1 0, 0 -> 0b00100.
   CHECK(encoded(m, r) == std::vector<std::byte>{std::byte{0x04}});
 
@@ -394,7 +357,7 @@ TEST_CASE("Huffman round-trips single-symbol, all-distinct and limit-reaching al
     const Huffman::model m = check_round_trip(chunks);
     REQUIRE_FALSE(m.bitplane_fallback);
     CHECK(*std::max_element(m.lengths.begin(), m.lengths.end()) == max_length);
-    const auto w = model_weights(statistics_of(chunks), m.tables.escape_symbol);
+    const auto w = model_weights(statistics_of<Huffman>(chunks), m.tables.escape_symbol);
     const auto unlimited = textbook_huffman_lengths(w);
     CHECK(*std::max_element(unlimited.begin(), unlimited.end()) > max_length);
     CHECK(total_bits(w, m.lengths) >= total_bits(w, unlimited));
@@ -409,7 +372,7 @@ TEST_CASE("Huffman codes are optimal where no length limit binds", "[encode][huf
                                              gaussian(rng, 1000, sigma)};
     const Huffman::model m = check_round_trip(chunks);
     REQUIRE_FALSE(m.bitplane_fallback);
-    const auto w = model_weights(statistics_of(chunks), m.tables.escape_symbol);
+    const auto w = model_weights(statistics_of<Huffman>(chunks), m.tables.escape_symbol);
     const auto unlimited = textbook_huffman_lengths(w);
     if (*std::max_element(unlimited.begin(), unlimited.end()) <= max_length) {
       CHECK(total_bits(w, m.lengths) == total_bits(w, unlimited));
@@ -421,7 +384,7 @@ TEST_CASE("Huffman codes are optimal where no length limit binds", "[encode][huf
     CHECK(coded_bytes * 8 >= bits);
     CHECK(coded_bytes * 8 <= bits + chunks.size() * (6 * 8 + 4 * 8));
     // The model was chosen because it beats the bit-plane blocks, and it does.
-    CHECK(coded_bytes + Huffman::model_size_bytes(m) < statistics_of(chunks).bitplane_bytes() + 1);
+    CHECK(coded_bytes + Huffman::model_size_bytes(m) < statistics_of<Huffman>(chunks).bitplane_bytes() + 1);
   }
 }
 
@@ -438,7 +401,7 @@ TEST_CASE("Huffman escapes residuals outside the alphabet, up to INT32_MIN", "[e
     chunks.push_back(r);
   }
   chunks.push_back(extremes);
-  const Huffman::statistics stats = statistics_of(chunks);
+  const Huffman::statistics stats = statistics_of<Huffman>(chunks);
   std::uint64_t escapes = 0, payload = 0;
   for (const auto& c : chunks) {
     for (const auto x : c) {
@@ -459,7 +422,7 @@ TEST_CASE("Huffman escapes residuals outside the alphabet, up to INT32_MIN", "[e
     for (const std::uint32_t s : {1u, 9u, 4000u}) unseen.push_back(static_cast<std::int32_t>(hd::unzigzag(s)));
     const Huffman::model small = check_round_trip({residuals_t{0, 0, 0, 0, 1, 1, 1, 5}});
     REQUIRE_FALSE(small.bitplane_fallback);
-    require_equal(decoded(small, encoded(small, unseen), unseen.size()), unseen);
+    require_equal(decoded<Huffman>(small, encoded(small, unseen), unseen.size()), unseen);
   }
 }
 
@@ -475,11 +438,11 @@ TEST_CASE("Huffman falls back to bit-plane blocks for wide residuals", "[encode]
   chunks.push_back({int_min, int_max, 0, -1});
   const Huffman::model m = check_round_trip(chunks);
   REQUIRE(m.bitplane_fallback);
-  CHECK(written_model(m) == std::vector<std::byte>{std::byte{1}});
+  CHECK(written_model<Huffman>(m) == std::vector<std::byte>{std::byte{1}});
   // The statistics' estimate of the bit-plane size is what the fallback writes.
   std::uint64_t bytes = 0;
   for (const auto& c : chunks) bytes += encoded(m, c).size();
-  CHECK(statistics_of(chunks).bitplane_bytes() == bytes);
+  CHECK(statistics_of<Huffman>(chunks).bitplane_bytes() == bytes);
   // Chunks are whole bit-plane blocks, the last one padded with zero residuals.
   const residuals_t three = {7, -7, 1};
   const auto chunk = encoded(m, three);
@@ -543,7 +506,7 @@ TEST_CASE("Huffman statistics count what the chunks hold, in any split and merge
   CHECK(forward.escape_payload_bits() == whole.escape_payload_bits());
   CHECK(forward.value_count() == all.size());
   const auto a = Huffman::make_model(forward), b = Huffman::make_model(backward);
-  CHECK(written_model(a) == written_model(b));
+  CHECK(written_model<Huffman>(a) == written_model<Huffman>(b));
   CHECK(a.lengths == b.lengths);
 }
 
@@ -552,7 +515,7 @@ TEST_CASE("Huffman encode_chunk returns nothing rather than overflow its room", 
   const std::vector<residuals_t> chunks = {gaussian(rng, 1500, 4.0), gaussian(rng, 100, 4.0)};
   residuals_t wide(300);
   for (auto& x : wide) x = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng()));
-  for (const auto& model : {Huffman::make_model(statistics_of(chunks)), Huffman::make_model(statistics_of({wide}))}) {
+  for (const auto& model : {Huffman::make_model(statistics_of<Huffman>(chunks)), Huffman::make_model(statistics_of<Huffman>({wide}))}) {
     for (const auto& r : {chunks[0], chunks[1], wide}) {
       const std::size_t size = encoded(model, r).size();
       INFO("fallback " << model.bitplane_fallback << ", " << r.size() << " residuals, " << size << " bytes");
@@ -574,8 +537,8 @@ TEST_CASE("Huffman decode rejects every truncation and survives corruption", "[e
   chunks[1][3] = -5000;
   residuals_t wide(128);
   for (auto& x : wide) x = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng()));
-  const Huffman::model huffman = Huffman::make_model(statistics_of(chunks));
-  const Huffman::model planes = Huffman::make_model(statistics_of({wide}));
+  const Huffman::model huffman = Huffman::make_model(statistics_of<Huffman>(chunks));
+  const Huffman::model planes = Huffman::make_model(statistics_of<Huffman>({wide}));
   REQUIRE_FALSE(huffman.bitplane_fallback);
   REQUIRE(planes.bitplane_fallback);
 
@@ -583,34 +546,7 @@ TEST_CASE("Huffman decode rejects every truncation and survives corruption", "[e
     for (const auto& r : {chunks[0], chunks[1], chunks[2], wide}) {
       const std::vector<std::byte> chunk = encoded(*model, r);
       INFO("fallback " << model->bitplane_fallback << ", " << r.size() << " residuals in " << chunk.size() << " bytes");
-      std::vector<std::uint32_t> out(r.size());
-      for (std::size_t n = 0; n < chunk.size(); ++n) {
-        auto truncated = guarded_buffer<std::byte>::copy_of(std::span<const std::byte>(chunk).first(n));
-        INFO("truncated to " << n);
-        REQUIRE_THROWS_AS(Huffman::decode_chunk(*model, truncated.span(), out), zcoll::format_error);
-      }
-      // Trailing bytes are not read: the caller sees where the chunk ends.
-      std::vector<std::byte> longer = chunk;
-      longer.insert(longer.end(), 9, std::byte{0xFF});
-      auto guarded = guarded_buffer<std::byte>::copy_of(longer);
-      CHECK(Huffman::decode_chunk(*model, guarded.span(), out) == chunk.size());
-      // Single-byte corruptions: a format error, or residuals of the right count without a crash.
-      std::size_t rejected = 0, trials = 0;
-      for (std::size_t at = 0; at < chunk.size(); at += 1 + at / 64) {
-        for (int k = 0; k < 3; ++k) {
-          std::vector<std::byte> bad = chunk;
-          bad[at] ^= static_cast<std::byte>(1 + rng() % 255);
-          auto g = guarded_buffer<std::byte>::copy_of(bad);
-          ++trials;
-          std::size_t used = 0;
-          try {
-            used = Huffman::decode_chunk(*model, g.span(), out);
-          } catch (const zcoll::format_error&) {
-            ++rejected;
-          }
-          REQUIRE(used <= bad.size());
-        }
-      }
+      const auto [rejected, trials] = zcoll_test::check_damaged_chunk<Huffman>(*model, chunk, r.size(), rng, true);
       INFO(rejected << " of " << trials << " corruptions rejected");
       CHECK(trials > 0);
     }
@@ -619,23 +555,12 @@ TEST_CASE("Huffman decode rejects every truncation and survives corruption", "[e
 
 TEST_CASE("Huffman decode of arbitrary bytes raises format_error or stays in bounds", "[encode][huffman]") {
   std::mt19937_64 rng(zcoll_test::seed + 95);
-  const Huffman::model m = Huffman::make_model(statistics_of({gaussian(rng, 5000, 30.0)}));
+  const Huffman::model m = Huffman::make_model(statistics_of<Huffman>({gaussian(rng, 5000, 30.0)}));
   REQUIRE_FALSE(m.bitplane_fallback);
-  for (int trial = 0; trial < 2000; ++trial) {
-    std::vector<std::byte> bytes(rng() % 300);
-    for (auto& b : bytes) b = static_cast<std::byte>(rng());
-    if (bytes.size() >= 6 && trial % 2 == 0) {  // plausible stream sizes
-      for (int s = 0; s < 3; ++s) zcoll_test::poke<std::uint16_t>(bytes, 2 * std::size_t(s), static_cast<std::uint16_t>(rng() % 80));
-    }
-    std::vector<std::uint32_t> out(trial % 3 == 0 ? 1024 + rng() % 100 : rng() % 200);
-    auto g = guarded_buffer<std::byte>::copy_of(bytes);
-    std::size_t used = 0;
-    try {
-      used = Huffman::decode_chunk(m, g.span(), out);
-    } catch (const zcoll::format_error&) {
-    }
-    REQUIRE(used <= bytes.size());
-  }
+  zcoll_test::check_arbitrary_bytes<Huffman>(m, rng, [&](std::vector<std::byte>& bytes) {
+    if (bytes.size() < 6) return;  // plausible stream sizes
+    for (int s = 0; s < 3; ++s) zcoll_test::poke<std::uint16_t>(bytes, 2 * std::size_t(s), static_cast<std::uint16_t>(rng() % 80));
+  });
 }
 
 TEST_CASE("Huffman read_model rejects every truncation and malformed code lengths", "[encode][huffman]") {
@@ -645,8 +570,8 @@ TEST_CASE("Huffman read_model rejects every truncation and malformed code length
     for (const double sigma : {0.5, 3.0, 40.0, 900.0}) {
       residuals_t r = gaussian(rng, 30000, sigma);
       r[5] = int_min;
-      const Huffman::model m = Huffman::make_model(statistics_of({r}));
-      const auto bytes = written_model(m);
+      const Huffman::model m = Huffman::make_model(statistics_of<Huffman>({r}));
+      const auto bytes = written_model<Huffman>(m);
       INFO("sigma " << sigma << ", model of " << bytes.size() << " bytes");
       for (std::size_t n = 0; n < bytes.size(); ++n) {
         auto g = guarded_buffer<std::byte>::copy_of(std::span<const std::byte>(bytes).first(n));
@@ -661,9 +586,9 @@ TEST_CASE("Huffman read_model rejects every truncation and malformed code length
 
   SECTION("single-byte corruptions of a model: a format error or a complete code") {
     const residuals_t r = gaussian(rng, 30000, 25.0);
-    const Huffman::model m = Huffman::make_model(statistics_of({r}));
+    const Huffman::model m = Huffman::make_model(statistics_of<Huffman>({r}));
     const auto chunk = encoded(m, r);
-    const auto bytes = written_model(m);
+    const auto bytes = written_model<Huffman>(m);
     std::size_t rejected = 0;
     for (std::size_t at = 0; at < bytes.size(); ++at) {
       for (int k = 0; k < 8; ++k) {

@@ -1,0 +1,102 @@
+#pragma once
+/// Context-modelled rANS: the residuals' tokens coded with asymmetric numeral systems (Duda 2013, the
+/// range variant) under one of nine frequency tables, chosen by the magnitudes of the two residuals
+/// before each (encode/detail/context_ans_model.hpp). Unlike a Huffman code it spends less than a bit on
+/// a likely residual, and the context captures the runs and clusters of zeros that a coarse bound leaves
+/// behind an interpolation predictor: the coder of HighRatio (codec/presets.hpp).
+///
+///     Pipeline<Linear, predict::Interpolation<2>, ContextAns, backend::Zstd> codec({.error_bound = zcoll::relative(1e-2)});
+///
+/// Speed on one core of the 2-core Xeon development VM (residuals of 65536 per chunk, geometric
+/// magnitudes from 0.6 to 8 bits a value): encode_chunk 4.3-5.0 ns a residual, decode_chunk 3.3-3.5 ns,
+/// whatever the concentration; a Huffman code decodes about three times as fast, at a bit a value at
+/// least. docs/performance.md has HighRatio's speed and ratio with each.
+///
+/// A residual r has the zigzag symbol v (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...); v < 16 is its own
+/// token, a larger v of bit width w + 1 has token 16 + 4 (w - 4) + (the two bits of v below its leading
+/// one) and is followed by its w - 2 lowest bits, raw. The stream's model (the pipeline's parameter
+/// section) holds per context the token frequencies normalized to 2^12:
+///
+/// | bytes | field                                                                                     |
+/// |-------|-------------------------------------------------------------------------------------------|
+/// | 1     | tokens n (1..128): tokens 0..n-1 may occur                                                |
+/// | 2     | u16 mask: bit c set when context c (3 x the class of the previous residual + the class of |
+/// |       | the one before it; classes: 0 for 0, 1 for +-1, 2 for larger; 0 before a segment) has a   |
+/// |       | table                                                                                     |
+/// | ...   | per context with a table, the frequencies of tokens 0..n-1: f in 1..127 is one byte f,    |
+/// |       | f in 128..4096 the bytes 0x80 | (f & 0x7F), f >> 7; r zeros (1..256) the bytes 0, r - 1.  |
+/// |       | Each table sums to 4096.                                                                  |
+///
+/// A chunk of N residuals is four segments of L = ceil(N / 4) consecutive residuals (the last ones
+/// shorter or empty), each with its own state and context (0 before its first residual), coded round by
+/// round: residual k of segment 0, 1, 2, 3, then residual k + 1 of each (the "coding order"):
+///
+/// | bytes | field                                                                                     |
+/// |-------|-------------------------------------------------------------------------------------------|
+/// | 4     | u32 E: bytes of raw bits                                                                  |
+/// | 4     | u32 W: 16-bit words of the coder                                                          |
+/// | E     | the raw bits of every residual with v >= 16, in the coding order, least significant bit   |
+/// |       | of each byte first, zero-padded                                                           |
+/// | 16    | u32 states x0..x3 in [2^15, 2^31), one a segment                                          |
+/// | 2 W   | the words: decoding a residual of segment s takes slot t = x_s & 4095 of its context's    |
+/// |       | table, the token whose cumulative range [c, c + f) holds t, sets x_s = f (x_s >> 12) +    |
+/// |       | t - c and, when x_s is below 2^15, x_s = x_s << 16 | the next word                        |
+///
+/// Every state ends at 2^15 and every word and raw bit is read, or the chunk is malformed.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "zcoll/core/byte_io.hpp"
+#include "zcoll/encode/concepts.hpp"
+#include "zcoll/encode/detail/context_ans_chunk.hpp"
+#include "zcoll/encode/detail/context_ans_model.hpp"
+
+namespace zcoll::encode {
+
+/// Context-modelled rANS coding of integer residuals, a chunk encoder (encode/concepts.hpp).
+///
+///     ContextAns::statistics stats;
+///     stats.add(residuals);                                  // every chunk's residuals
+///     const auto model = ContextAns::make_model(stats);
+///     auto size = ContextAns::encode_chunk(model, residuals, out);   // nullopt: does not fit
+///     ContextAns::decode_chunk(model, in, decoded);
+struct ContextAns {
+  static constexpr std::uint8_t id = 4;
+  static constexpr const char* name = "context-ans";
+  static constexpr bool needs_statistics = true;
+  static constexpr std::size_t max_model_bytes = detail::context_ans_max_model_bytes;
+
+  using statistics = detail::context_ans_statistics;
+  using model = detail::context_ans_model;
+
+  /// The tables of the statistics; neither settings nor layout matter to it. A token or context the
+  /// statistics never saw has no frequency, and a chunk that has one is not coded (stored verbatim).
+  static model make_model(const statistics& stats, const no_settings& /*settings*/ = {},
+                          const chunk_layout& /*layout*/ = {}) {
+    return detail::make_context_ans_model(stats);
+  }
+
+  static std::size_t model_size_bytes(const model& m) { return m.serialized.size(); }
+  static void write_model(const model& m, byte_writer& out) { out.write_bytes(m.serialized); }
+  /// Reads and validates a model (format_error on anything malformed).
+  static model read_model(byte_reader& in) { return detail::read_context_ans_model(in); }
+
+  /// Writes the chunk's residuals into `out`; the size, or nullopt when it does not fit. Writes nothing
+  /// past `out` (bytes of `out` past the returned size may have been overwritten).
+  static std::optional<std::size_t> encode_chunk(const model& m, std::span<const std::int32_t> residuals,
+                                                 std::span<std::byte> out) {
+    return detail::context_ans_encode_chunk(m, residuals, out);
+  }
+
+  /// Fills `residuals` (as two's-complement words) from the front of `in`; returns the bytes read.
+  static std::size_t decode_chunk(const model& m, std::span<const std::byte> in, std::span<std::uint32_t> residuals) {
+    return detail::context_ans_decode_chunk(m, in, residuals);
+  }
+};
+
+static_assert(chunk_encoder<ContextAns>);
+
+}  // namespace zcoll::encode

@@ -1,0 +1,261 @@
+#pragma once
+/// One chunk of the context-modelled rANS coder (format in encode/context_ans.hpp): the raw bits of the
+/// large residuals, then the tokens through four rANS states (Duda's range variant of asymmetric numeral
+/// systems, with 32-bit states and 16-bit renormalization), one a segment of the chunk, each token coded
+/// with the table of its context.
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/config.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/encode/detail/context_ans_model.hpp"
+#include "zcoll/encode/detail/huffman_code.hpp"
+
+namespace zcoll::encode::detail {
+
+/// The states live in [2^15, 2^31) between symbols and start and end at 2^15: a coded symbol moves a
+/// state by at most 12 bits, so one 16-bit word in or out per symbol restores the interval.
+inline constexpr std::uint32_t ans_state_low = 1u << 15;
+inline constexpr std::uint32_t ans_state_high = 1u << 31;
+inline constexpr std::size_t ans_chunk_header_bytes = 8;
+inline constexpr std::size_t ans_chunk_states_bytes = 4 * ans_segments;
+
+/// Writes the raw bits of the residuals in the coding order (round k: residual k of each segment of
+/// `length`) at `raw`, 32 at a time from a 64-bit accumulator; writes up to four bytes past them.
+/// `branch_free`: where many residuals have raw bits, every residual goes through the accumulator
+/// (with 0 bits or more); where few have, a branch skips the others, which it then predicts well.
+inline void write_raw_bits(std::span<const std::int32_t> residuals, std::span<const std::uint16_t> symbols,
+                           std::size_t length, bool branch_free, std::byte* raw) {
+  std::uint64_t pending = 0;
+  unsigned pending_bits = 0;
+  const auto put = [&](std::size_t i) ZCOLL_LAMBDA_ALWAYS_INLINE {
+    const unsigned width = ans_token_extra_width[symbols[i] % ans_token_count];
+    pending |= std::uint64_t{zigzag(residuals[i]) & ((1u << width) - 1u)} << pending_bits;
+    pending_bits += width;
+    const auto low = static_cast<std::uint32_t>(pending);
+    std::memcpy(raw, &low, 4);
+    const unsigned full = pending_bits & 32u;  // pending_bits < 64
+    raw += full / 8;
+    pending >>= full;
+    pending_bits -= full;
+  };
+  for (std::size_t k = 0; k < length; ++k) {
+    for (std::size_t i = k; i < residuals.size(); i += length) {
+      if (branch_free || symbols[i] % ans_token_count >= ans_direct_tokens) put(i);
+    }
+  }
+  for (; pending_bits > 0; pending_bits = pending_bits > 8 ? pending_bits - 8 : 0, pending >>= 8) {
+    *raw++ = static_cast<std::byte>(pending);
+  }
+}
+
+/// Writes the chunk into `out`: its size, or nullopt when it does not fit or a residual's token has no
+/// frequency in its context (the model was not built from this chunk's statistics). Uses the end of
+/// `out` as room for the words before moving them after the states.
+inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_model& m,
+                                                           std::span<const std::int32_t> residuals,
+                                                           std::span<std::byte> out) {
+  const std::size_t count = residuals.size(), length = ans_segment_length(count);
+  // Each residual's context and token as one index into the model's tables, segment by segment.
+  std::vector<std::uint16_t> symbols(count);
+  std::uint64_t extra_bits = 0;
+  std::size_t wide = 0;
+  for (std::size_t first = 0; first < count; first += length) {
+    std::uint32_t previous = 0, before_previous = 0;
+    for (std::size_t i = first; i < std::min(count, first + length); ++i) {
+      const ans_token t = ans_token_of(zigzag(residuals[i]));
+      symbols[i] = static_cast<std::uint16_t>(ans_context(previous, before_previous) * ans_token_count + t.token);
+      extra_bits += t.extra_width;
+      wide += t.extra_width != 0;
+      before_previous = previous;
+      previous = t.token;
+    }
+  }
+  const std::uint64_t extra_bytes = (extra_bits + 7) / 8;
+  const std::size_t words_floor = ans_chunk_header_bytes + extra_bytes + ans_chunk_states_bytes;
+  if (words_floor > out.size()) return std::nullopt;
+  write_raw_bits(residuals, symbols, length, 8 * wide >= count, out.data() + ans_chunk_header_bytes);
+
+  // rANS codes last in, first out: the tokens go in in the reverse of the coding order, each word in
+  // front of the last, so that the decoder reads them front to back.
+  std::uint32_t state[ans_segments] = {ans_state_low, ans_state_low, ans_state_low, ans_state_low};
+  std::byte* const words_end = out.data() + out.size();
+  std::byte* word = words_end;
+  // Codes residual i into the state x; false when the model has no frequency for it or the words would
+  // reach the raw bits.
+  const auto encode = [&](std::size_t i, std::uint32_t& x) ZCOLL_LAMBDA_ALWAYS_INLINE {
+    const std::size_t symbol = symbols[i];
+    const std::uint32_t entry = m.frequency_table[symbol];
+    const std::uint32_t frequency = entry & 0xFFFFu;
+    // Out goes a word when coding would leave [2^15, 2^31): stored always, kept when needed, so that
+    // no branch depends on the data (a store not kept lands in the states' room, written last).
+    const auto renormalize = static_cast<std::uint32_t>(x >= frequency << (31 - ans_scale_bits));
+    const auto no_room = static_cast<std::uint32_t>(static_cast<std::size_t>(word - out.data()) < words_floor + 2);
+    if ((frequency == 0) | (renormalize & no_room)) return false;
+    const auto low = static_cast<std::uint16_t>(x);
+    std::memcpy(word - 2, &low, 2);
+    word -= 2 * renormalize;
+    x >>= 16 * renormalize;
+    x += m.divisors[symbol].quotient(x) * (ans_scale - frequency) + (entry >> 16);  // (x / f) 2^12 + x % f + c
+    return true;
+  };
+  // The rounds in which not every segment has a residual come last in the coding order, so first here;
+  // then the full rounds with the states in variables (an array indexed by segment stays in memory).
+  const std::size_t full_rounds = count >= 3 * length ? count - 3 * length : 0;
+  for (std::size_t k = length; k-- > full_rounds;) {
+    for (std::size_t segment = ans_segments; segment-- > 0;) {
+      const std::size_t i = segment * length + k;
+      if (i < count && !encode(i, state[segment])) return std::nullopt;
+    }
+  }
+  std::uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
+  for (std::size_t k = full_rounds; k-- > 0;) {
+    if (!encode(3 * length + k, x3) || !encode(2 * length + k, x2) || !encode(length + k, x1) || !encode(k, x0)) {
+      return std::nullopt;
+    }
+  }
+  state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
+
+  const auto words_bytes = static_cast<std::size_t>(words_end - word);
+  byte_writer header(out);
+  header.write(static_cast<std::uint32_t>(extra_bytes));
+  header.write(static_cast<std::uint32_t>(words_bytes / 2));
+  byte_writer states(out.subspan(ans_chunk_header_bytes + extra_bytes));
+  for (const std::uint32_t x : state) states.write(x);
+  std::memmove(out.data() + words_floor, word, words_bytes);
+  return words_floor + words_bytes;
+}
+
+/// The raw bits of a chunk, from a copy followed by 16 zero bytes, so that every read loads eight bytes
+/// without a check or a branch. A malformed chunk may read past its bits: the reads then return the
+/// padding's zeros, stop at the copy's end, and at_padded_end() says so afterwards.
+class raw_bit_source {
+ public:
+  explicit raw_bit_source(std::span<const std::byte> bytes) : bytes_(bytes.size() + padding_bytes) {
+    std::copy(bytes.begin(), bytes.end(), bytes_.begin());
+    at_ = bytes_.data();
+    end_ = at_ + bytes.size();
+  }
+
+  std::uint32_t read(unsigned width_bits) {
+    std::uint64_t next;
+    std::memcpy(&next, at_, 8);
+    buffer_ |= next << buffered_bits_;  // bits already buffered are ORed with themselves
+    at_ = std::min(at_ + (63 - buffered_bits_) / 8, end_ + 8);
+    buffered_bits_ |= 56;
+    const std::uint64_t value = buffer_ & ((std::uint64_t{1} << width_bits) - 1);
+    buffer_ >>= width_bits;
+    buffered_bits_ -= width_bits;
+    return static_cast<std::uint32_t>(value);
+  }
+
+  /// Every bit read but the last byte's padding, and that zero.
+  bool at_padded_end() const {
+    const std::size_t read_bits = 8 * static_cast<std::size_t>(at_ - bytes_.data()) - buffered_bits_;
+    const std::size_t bits = 8 * static_cast<std::size_t>(end_ - bytes_.data());
+    return read_bits <= bits && bits - read_bits < 8 && buffer_ == 0;
+  }
+
+ private:
+  static constexpr std::size_t padding_bytes = 16;
+  std::vector<std::byte> bytes_;
+  const std::byte* at_;
+  const std::byte* end_;
+  std::uint64_t buffer_ = 0;
+  unsigned buffered_bits_ = 0;
+};
+
+/// Fills `residuals` from the front of `in`; returns the bytes read. Raises format_error on a chunk
+/// that reads past its parts, reaches a context the model has no table for, or does not end with the
+/// states it began with and every word and raw bit read.
+inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::span<const std::byte> in,
+                                            std::span<std::uint32_t> residuals) {
+  byte_reader reader(in);
+  const auto extra_bytes = reader.read<std::uint32_t>("context-ans chunk: raw-bit bytes");
+  const auto word_count = reader.read<std::uint32_t>("context-ans chunk: word count");
+  raw_bit_source raw(reader.take(extra_bytes, "context-ans chunk: raw bits"));
+  std::uint32_t state[ans_segments];
+  for (std::uint32_t& x : state) {
+    x = reader.read<std::uint32_t>("context-ans chunk: coder state");
+    if (x < ans_state_low || x >= ans_state_high) {
+      throw format_error("context-ans chunk: a coder state of " + std::to_string(x) + " is outside [2^15, 2^31)");
+    }
+  }
+  const std::span<const std::byte> words = reader.take(std::size_t{word_count} * 2, "context-ans chunk: words");
+
+  const std::uint8_t* const slot_token = m.slot_token.data();
+  const std::uint32_t* const frequencies = m.frequency_table.data();
+  constexpr unsigned token_bits = std::bit_width(ans_token_count - 1);  // rows of 128 entries there
+  static_assert(ans_token_count == 1u << token_bits);
+  const std::byte* word = words.data();
+  const std::byte* const words_end = word + words.size();
+  bool overrun = false;  // a read past the words, raised after the loops
+  // One residual of a segment whose state is x and whose context's table row starts at `row`. The
+  // renormalization shifts by 0 or 16 and masks rather than selects, which compilers turn into a branch
+  // that goes either way at the fine bounds. `checked`: the words may end here.
+  const auto decode = [&]<bool checked>(std::size_t i, std::uint32_t& x, std::uint32_t& row, std::bool_constant<checked>)
+                          ZCOLL_LAMBDA_ALWAYS_INLINE {
+    const std::uint32_t slot = x & (ans_scale - 1);
+    const std::uint32_t token = slot_token[row + slot];
+    const std::uint32_t entry = frequencies[(row >> (ans_scale_bits - token_bits)) + token];
+    const std::uint32_t frequency = entry & 0xFFFFu;
+    if (frequency == 0) [[unlikely]] {
+      throw format_error("context-ans chunk: residual " + std::to_string(i) + " is in context " +
+                         std::to_string(row >> ans_scale_bits) + ", which the stream's model has no table for");
+    }
+    x = frequency * (x >> ans_scale_bits) + slot - (entry >> 16);
+    const auto renormalize = static_cast<std::uint32_t>(x < ans_state_low);
+    std::uint16_t low = 0;
+    bool past_end = false;
+    if constexpr (checked) past_end = word == words_end;
+    if (!past_end) std::memcpy(&low, word, 2);
+    overrun |= renormalize != 0 && past_end;
+    x = x << (16 * renormalize) | (low & (0u - renormalize));
+    word += past_end ? 0 : 2 * renormalize;
+    residuals[i] = unzigzag(ans_token_base[token] | raw.read(ans_token_extra_width[token]));
+    row = ans_next_row[(row >> ans_scale_bits) * ans_token_count + token];
+  };
+
+  const std::size_t count = residuals.size(), length = ans_segment_length(count);
+  // Rounds in which every segment has a residual and at least four words remain need no checks. The
+  // states and rows are variables there (arrays indexed by segment would keep them in memory).
+  const std::size_t full_rounds = count >= 3 * length ? count - 3 * length : 0;
+  std::uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
+  std::uint32_t row0 = 0, row1 = 0, row2 = 0, row3 = 0;
+  std::size_t k = 0;
+  for (; k < full_rounds && words_end - word >= 8; ++k) {
+    decode(k, x0, row0, std::false_type{});
+    decode(length + k, x1, row1, std::false_type{});
+    decode(2 * length + k, x2, row2, std::false_type{});
+    decode(3 * length + k, x3, row3, std::false_type{});
+  }
+  state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
+  std::uint32_t row[ans_segments] = {row0, row1, row2, row3};
+  for (; k < length; ++k) {
+    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
+      const std::size_t i = segment * length + k;
+      if (i < count) decode(i, state[segment], row[segment], std::true_type{});
+    }
+  }
+  if (overrun) throw format_error("context-ans chunk: the coder reads past its words");
+  if (std::any_of(state, state + ans_segments, [](std::uint32_t x) { return x != ans_state_low; }) || word != words_end) {
+    throw format_error("context-ans chunk: the coder does not end where it began (damaged or truncated words)");
+  }
+  if (!raw.at_padded_end()) {
+    throw format_error("context-ans chunk: " + std::to_string(extra_bytes) +
+                       " bytes of raw bits, not all read or not zero-padded");
+  }
+  return reader.offset();
+}
+
+}  // namespace zcoll::encode::detail

@@ -1,0 +1,318 @@
+#pragma once
+/// The context-modelled rANS coder's alphabet, contexts, statistics and stream model (format in
+/// encode/context_ans.hpp): what a residual's token is, which of the nine contexts codes it, and the
+/// normalized frequency tables the stream's chunks share.
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/error.hpp"
+#include "zcoll/encode/detail/huffman_code.hpp"
+
+namespace zcoll::encode::detail {
+
+/// Zigzag symbols below 16 are their own token; a larger symbol v of bit width w + 1 (w >= 4) has the
+/// token 16 + 4 (w - 4) + (its two bits below the leading one) and its w - 2 lowest bits follow raw (the
+/// "hybrid integer" of JPEG XL's entropy coder): 128 tokens cover every 32-bit symbol, the tables stay
+/// small, and the raw bits of a large residual are close to uniform, so coding them costs little.
+inline constexpr std::uint32_t ans_direct_tokens = 16;
+inline constexpr std::uint32_t ans_token_count = 128;
+
+/// A symbol as its token and the raw bits that follow it.
+struct ans_token {
+  std::uint32_t token;
+  unsigned extra_width;
+  std::uint32_t extra;
+};
+
+/// Both forms computed and one kept by masks: residuals on either side of 16 are common at the fine
+/// bounds, where a branch would be mispredicted often.
+constexpr ans_token ans_token_of(std::uint32_t symbol) {
+  const unsigned top = static_cast<unsigned>(std::bit_width(symbol | ans_direct_tokens)) - 1;  // 4..31
+  const std::uint32_t wide = 0u - static_cast<std::uint32_t>(symbol >= ans_direct_tokens);
+  const unsigned width = (top - 2) & wide;
+  const std::uint32_t token = ans_direct_tokens + 4 * (top - 4) + ((symbol >> (top - 2)) & 3u);
+  return {(token & wide) | (symbol & ~wide), width, symbol & ((1u << width) - 1u)};
+}
+
+/// The raw bits that follow `token` (< ans_token_count).
+constexpr unsigned ans_extra_width(std::uint32_t token) {
+  return token < ans_direct_tokens ? 0 : (token - ans_direct_tokens) / 4 + 2;
+}
+
+/// The symbol of `token` and its raw bits.
+constexpr std::uint32_t ans_symbol_of(std::uint32_t token, std::uint32_t extra) {
+  if (token < ans_direct_tokens) return token;
+  const unsigned extra_width = ans_extra_width(token);
+  return ((4u | ((token - ans_direct_tokens) & 3u)) << extra_width) | extra;
+}
+
+/// Per token, the symbol with its raw bits zero and the number of raw bits: a symbol is
+/// ans_token_base[t] | its raw bits.
+inline constexpr auto ans_token_base = [] {
+  std::array<std::uint32_t, ans_token_count> base{};
+  for (std::uint32_t t = 0; t < ans_token_count; ++t) base[t] = ans_symbol_of(t, 0);
+  return base;
+}();
+inline constexpr auto ans_token_extra_width = [] {
+  std::array<std::uint8_t, ans_token_count> width{};
+  for (std::uint32_t t = 0; t < ans_token_count; ++t) width[t] = static_cast<std::uint8_t>(ans_extra_width(t));
+  return width;
+}();
+
+/// A residual's context is the magnitude class of the two residuals before it in the chunk (0, +-1, or
+/// larger; residuals before the chunk's first count as 0): 3 x 3 classes. Measured on HighRatio's
+/// residuals (docs/performance.md, issue 21), these nine contexts take the entropy at 1e-2 from 0.574 to
+/// 0.551 bits a value on ECHAM5 and from 0.808 to 0.739 on Penobscot.
+inline constexpr std::uint32_t ans_context_count = 9;
+
+constexpr std::uint32_t ans_class(std::uint32_t token) {
+  return static_cast<std::uint32_t>(token != 0) + static_cast<std::uint32_t>(token > 2);
+}
+constexpr std::uint32_t ans_context(std::uint32_t previous, std::uint32_t before_previous) {
+  return 3 * ans_class(previous) + ans_class(before_previous);
+}
+
+/// Frequencies are normalized to 2^12 per context: each table entry of the decoder is one 32-bit word.
+inline constexpr unsigned ans_scale_bits = 12;
+inline constexpr std::uint32_t ans_scale = 1u << ans_scale_bits;
+
+/// A chunk's residuals are coded as four segments of ceil(N / 4) consecutive residuals (the last ones
+/// shorter or empty), each with its own rANS state and its own context (residuals before a segment's
+/// first count as 0): four independent chains of table lookups that a core overlaps. The coder visits
+/// them round by round: residual k of segment 0, 1, 2, 3, then residual k + 1 of each.
+inline constexpr std::size_t ans_segments = 4;
+constexpr std::size_t ans_segment_length(std::size_t residuals) { return (residuals + ans_segments - 1) / ans_segments; }
+
+/// Where the decoder's table row of a context starts, after a token in context c: the row of context
+/// 3 class(token) + class(previous), with class(previous) = c / 3. Indexed by c * 128 + token.
+inline constexpr auto ans_next_row = [] {
+  std::array<std::uint16_t, ans_context_count * ans_token_count> next{};
+  for (std::uint32_t c = 0; c < ans_context_count; ++c) {
+    for (std::uint32_t t = 0; t < ans_token_count; ++t) {
+      next[c * ans_token_count + t] = static_cast<std::uint16_t>((3 * ans_class(t) + c / 3) << ans_scale_bits);
+    }
+  }
+  return next;
+}();
+
+/// Token counts per context over the residuals of every chunk of a stream.
+class context_ans_statistics {
+ public:
+  /// Adds one chunk's residuals.
+  void add(std::span<const std::int32_t> residuals) {
+    const std::size_t length = ans_segment_length(residuals.size());
+    for (std::size_t first = 0; first < residuals.size(); first += length) {
+      std::uint32_t previous = 0, before_previous = 0;
+      for (const std::int32_t r : residuals.subspan(first, std::min(length, residuals.size() - first))) {
+        const std::uint32_t token = ans_token_of(zigzag(r)).token;
+        ++counts_[ans_context(previous, before_previous) * ans_token_count + token];
+        before_previous = previous;
+        previous = token;
+      }
+    }
+  }
+
+  void merge(const context_ans_statistics& other) {
+    for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] += other.counts_[i];
+  }
+
+  std::uint64_t count(std::uint32_t context, std::uint32_t token) const {
+    return counts_[context * ans_token_count + token];
+  }
+
+ private:
+  std::array<std::uint64_t, ans_context_count * ans_token_count> counts_{};
+};
+
+/// x / f for every x < 2^31 as (x m) >> (31 + l), with l = ceil(log2 f) and m = ceil(2^(31 + l) / f)
+/// (Granlund and Montgomery 1994, theorem 4.2: m f - 2^(31 + l) < f <= 2^l makes it exact): a
+/// multiplication instead of a division on the encoder's state chain.
+struct ans_divisor {
+  std::uint64_t multiplier = 0;
+  unsigned shift = 0;
+
+  ans_divisor() = default;
+  explicit ans_divisor(std::uint32_t f)
+      : multiplier(((std::uint64_t{1} << (31 + ceil_log2(f))) + f - 1) / f), shift(31 + ceil_log2(f)) {}
+
+  std::uint32_t quotient(std::uint32_t x) const { return static_cast<std::uint32_t>((x * multiplier) >> shift); }
+
+ private:
+  static unsigned ceil_log2(std::uint32_t f) { return static_cast<unsigned>(std::bit_width(f - 1)); }
+};
+
+/// The stream's model: per context, the normalized frequencies of tokens 0..tokens-1 (all zero for a
+/// context that never occurred), and the tables the chunk coder reads.
+struct context_ans_model {
+  std::uint32_t tokens = 1;
+  std::array<std::array<std::uint16_t, ans_token_count>, ans_context_count> frequency{};
+  /// Per context and token, frequency | cumulative frequency << 16 (0: the token cannot be coded).
+  std::vector<std::uint32_t> frequency_table;
+  /// The encoder's division by each frequency, as a multiplication (ans_divisor).
+  std::vector<ans_divisor> divisors;
+  /// Decoder: per context (rows of 2^12) and slot, the token whose cumulative range holds the slot, and
+  /// with it the token's frequency_table entry. 36 KiB, so that the decoder's lookups stay in a core's
+  /// first-level cache: they are the critical path of its state chains. A context that never occurred
+  /// has token 0 in every slot and no frequency for it, which the decoder rejects.
+  std::vector<std::uint8_t> slot_token;
+  std::vector<std::byte> serialized;
+};
+
+/// The largest model: tokens (u8), the context mask (u16), and per context at most two bytes a token.
+inline constexpr std::size_t context_ans_max_model_bytes = 3 + ans_context_count * ans_token_count * 2;
+
+/// Counts scaled to frequencies summing to exactly 2^12, every counted token at least 1.
+inline std::array<std::uint16_t, ans_token_count> normalize_frequencies(std::span<const std::uint64_t> counts) {
+  std::array<std::uint16_t, ans_token_count> frequency{};
+  std::uint64_t total = 0;
+  for (const std::uint64_t c : counts) total += c;
+  if (total == 0) return frequency;
+  std::int64_t sum = 0;
+  for (std::size_t t = 0; t < counts.size(); ++t) {
+    if (counts[t] == 0) continue;
+    // Rounded to nearest in 128-bit arithmetic would be exact; counts below 2^51 keep this product exact.
+    const double scaled = static_cast<double>(counts[t]) * ans_scale / static_cast<double>(total);
+    frequency[t] = static_cast<std::uint16_t>(std::max(1.0, std::min<double>(ans_scale, scaled + 0.5)));
+    sum += frequency[t];
+  }
+  // Settle the rounding on the largest frequencies, which it costs the least (the largest is at least
+  // 2^12 / 128 = 32 before the settling, so it can give up what 128 rounded-up ones took).
+  while (sum != ans_scale) {
+    const auto largest = static_cast<std::size_t>(
+        std::max_element(frequency.begin(), frequency.end()) - frequency.begin());
+    const std::int64_t change = std::max<std::int64_t>(std::int64_t{ans_scale} - sum, 1 - frequency[largest]);
+    frequency[largest] = static_cast<std::uint16_t>(frequency[largest] + change);
+    sum += change;
+  }
+  return frequency;
+}
+
+/// Fills the coder tables of a model whose frequencies are set (and valid: each context zero or summing
+/// to 2^12).
+inline void build_context_ans_tables(context_ans_model& m) {
+  m.frequency_table.assign(ans_context_count * ans_token_count, 0);
+  m.divisors.assign(ans_context_count * ans_token_count, ans_divisor{});
+  m.slot_token.assign(ans_context_count * ans_scale, 0);
+  for (std::uint32_t c = 0; c < ans_context_count; ++c) {
+    std::uint32_t cumulative = 0;
+    for (std::uint32_t t = 0; t < ans_token_count; ++t) {
+      const std::uint32_t f = m.frequency[c][t];
+      if (f == 0) continue;
+      m.frequency_table[c * ans_token_count + t] = f | cumulative << 16;
+      m.divisors[c * ans_token_count + t] = ans_divisor(f);
+      std::fill_n(m.slot_token.begin() + c * ans_scale + cumulative, f, static_cast<std::uint8_t>(t));
+      cumulative += f;
+    }
+  }
+}
+
+/// Model format: u8 tokens (1..128), u16 mask of the contexts that have a table, then for each such
+/// context in order the frequencies of tokens 0..tokens-1: a frequency f in 1..127 is one byte f; 128..4096
+/// two bytes, 0x80 | (f & 0x7F) then f >> 7; a run of r zeros (1..256) is the byte 0 then r - 1. Each
+/// table sums to 2^12.
+inline void serialize_context_ans_model(context_ans_model& m) {
+  m.serialized.clear();
+  const auto put = [&](std::uint32_t byte) { m.serialized.push_back(static_cast<std::byte>(byte)); };
+  std::uint32_t mask = 0;
+  for (std::uint32_t c = 0; c < ans_context_count; ++c) {
+    if (std::any_of(m.frequency[c].begin(), m.frequency[c].end(), [](auto f) { return f != 0; })) mask |= 1u << c;
+  }
+  put(m.tokens);
+  put(mask & 0xFF);
+  put(mask >> 8);
+  for (std::uint32_t c = 0; c < ans_context_count; ++c) {
+    if ((mask >> c & 1) == 0) continue;
+    for (std::uint32_t t = 0; t < m.tokens;) {
+      const std::uint32_t f = m.frequency[c][t];
+      if (f == 0) {
+        std::uint32_t run = 1;
+        while (t + run < m.tokens && run < 256 && m.frequency[c][t + run] == 0) ++run;
+        put(0);
+        put(run - 1);
+        t += run;
+      } else {
+        if (f < 128) {
+          put(f);
+        } else {
+          put(0x80 | (f & 0x7F));
+          put(f >> 7);
+        }
+        ++t;
+      }
+    }
+  }
+}
+
+inline context_ans_model make_context_ans_model(const context_ans_statistics& stats) {
+  context_ans_model m;
+  std::uint32_t last_used = 0;
+  for (std::uint32_t c = 0; c < ans_context_count; ++c) {
+    std::array<std::uint64_t, ans_token_count> counts{};
+    for (std::uint32_t t = 0; t < ans_token_count; ++t) {
+      counts[t] = stats.count(c, t);
+      if (counts[t] != 0) last_used = std::max(last_used, t);
+    }
+    m.frequency[c] = normalize_frequencies(counts);
+  }
+  m.tokens = last_used + 1;
+  build_context_ans_tables(m);
+  serialize_context_ans_model(m);
+  return m;
+}
+
+inline context_ans_model read_context_ans_model(byte_reader& in) {
+  context_ans_model m;
+  m.tokens = in.read<std::uint8_t>("context-ans model: token count");
+  if (m.tokens == 0 || m.tokens > ans_token_count) {
+    throw format_error("context-ans model: token count " + std::to_string(m.tokens) + ", expected 1.." +
+                       std::to_string(ans_token_count));
+  }
+  const auto mask = in.read<std::uint16_t>("context-ans model: context mask");
+  if (mask >> ans_context_count != 0) {
+    throw format_error("context-ans model: context mask " + std::to_string(mask) + " names contexts past the " +
+                       std::to_string(ans_context_count));
+  }
+  for (std::uint32_t c = 0; c < ans_context_count; ++c) {
+    if ((mask >> c & 1) == 0) continue;
+    std::uint32_t sum = 0;
+    for (std::uint32_t t = 0; t < m.tokens;) {
+      const auto first = in.read<std::uint8_t>("context-ans model: frequency");
+      if (first == 0) {
+        const std::uint32_t run = in.read<std::uint8_t>("context-ans model: zero run") + 1u;
+        if (t + run > m.tokens) {
+          throw format_error("context-ans model: a zero run of " + std::to_string(run) + " passes token " +
+                             std::to_string(m.tokens));
+        }
+        t += run;
+        continue;
+      }
+      std::uint32_t f = first;
+      if (first >= 0x80) f = (first & 0x7Fu) | std::uint32_t{in.read<std::uint8_t>("context-ans model: frequency")} << 7;
+      if (f < 128 && first >= 0x80) {
+        throw format_error("context-ans model: frequency " + std::to_string(f) + " written in two bytes");
+      }
+      if (f > ans_scale) {
+        throw format_error("context-ans model: frequency " + std::to_string(f) + " exceeds " + std::to_string(ans_scale));
+      }
+      m.frequency[c][t++] = static_cast<std::uint16_t>(f);
+      sum += f;
+    }
+    if (sum != ans_scale) {
+      throw format_error("context-ans model: the frequencies of context " + std::to_string(c) + " sum to " +
+                         std::to_string(sum) + ", expected " + std::to_string(ans_scale));
+    }
+  }
+  build_context_ans_tables(m);
+  serialize_context_ans_model(m);
+  return m;
+}
+
+}  // namespace zcoll::encode::detail

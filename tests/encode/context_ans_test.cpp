@@ -1,0 +1,307 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <optional>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "support/chunk_encoder_checks.hpp"
+#include "support/guarded_buffer.hpp"
+#include "support/test_support.hpp"
+#include "zcoll/encode/concepts.hpp"
+#include "zcoll/encode/context_ans.hpp"
+
+namespace {
+
+using ContextAns = zcoll::encode::ContextAns;
+namespace cd = zcoll::encode::detail;
+using residuals_t = std::vector<std::int32_t>;
+using zcoll_test::decoded;
+using zcoll_test::guarded_buffer;
+using zcoll_test::read_back;
+using zcoll_test::require_equal;
+using zcoll_test::statistics_of;
+using zcoll_test::written_model;
+
+static_assert(zcoll::encode::chunk_encoder<ContextAns>);
+
+constexpr std::int32_t int_min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int32_t int_max = std::numeric_limits<std::int32_t>::max();
+
+/// The largest chunk: the header and states, at most 16 bits of words and 29 raw bits a residual.
+std::size_t room_for(std::size_t n) { return 32 + n * 6; }
+
+std::vector<std::byte> encoded(const ContextAns::model& m, std::span<const std::int32_t> residuals) {
+  std::vector<std::byte> out(room_for(residuals.size()));
+  const auto size = ContextAns::encode_chunk(m, residuals, out);
+  REQUIRE(size.has_value());
+  out.resize(*size);
+  return out;
+}
+
+/// Each context's frequencies sum to 2^12 or are all zero, and a token the statistics counted in a
+/// context has a frequency there.
+void require_valid_tables(const ContextAns::model& m, const ContextAns::statistics& stats) {
+  for (std::uint32_t c = 0; c < cd::ans_context_count; ++c) {
+    std::uint32_t sum = 0;
+    for (std::uint32_t t = 0; t < cd::ans_token_count; ++t) {
+      sum += m.frequency[c][t];
+      if (stats.count(c, t) != 0) REQUIRE(m.frequency[c][t] >= 1);
+      if (t >= m.tokens) REQUIRE(m.frequency[c][t] == 0);
+    }
+    INFO("context " << c);
+    REQUIRE((sum == 0 || sum == cd::ans_scale));
+  }
+}
+
+/// model -> write/read -> encode (exact room, one byte short) -> decode, chunk by chunk.
+ContextAns::model check_round_trip(const std::vector<residuals_t>& chunks) {
+  const ContextAns::statistics stats = statistics_of<ContextAns>(chunks);
+  const ContextAns::model model = ContextAns::make_model(stats);
+  require_valid_tables(model, stats);
+  const std::vector<std::byte> model_bytes = written_model<ContextAns>(model);
+  const ContextAns::model reread = read_back<ContextAns>(model_bytes);
+  CHECK(reread.frequency == model.frequency);
+  CHECK(written_model<ContextAns>(reread) == model_bytes);
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    INFO("chunk " << c << " of " << chunks[c].size() << " residuals");
+    const std::vector<std::byte> chunk = encoded(model, chunks[c]);
+    require_equal(decoded<ContextAns>(reread, chunk, chunks[c].size()), chunks[c]);
+    guarded_buffer<std::byte> exact(chunk.size());
+    REQUIRE(ContextAns::encode_chunk(model, chunks[c], exact.span()) == chunk.size());
+    REQUIRE(std::equal(chunk.begin(), chunk.end(), exact.span().begin()));
+    guarded_buffer<std::byte> short_by_one(chunk.size() - 1);
+    CHECK_FALSE(ContextAns::encode_chunk(model, chunks[c], short_by_one.span()).has_value());
+  }
+  return model;
+}
+
+/// Residuals of magnitude m with probability (1 - p) p^m, either sign; within a run of `run` values
+/// after a nonzero one the probability of 0 drops to p_after: a source whose context matters.
+residuals_t clustered(std::mt19937_64& rng, std::size_t n, double p, double p_after, unsigned run = 2) {
+  residuals_t r(n);
+  std::uniform_real_distribution<double> u(0, 1);
+  unsigned since_nonzero = run + 1;
+  for (auto& x : r) {
+    const double zero_odds = since_nonzero <= run ? p_after : p;
+    std::int32_t m = 0;
+    while (u(rng) > zero_odds && m < 1000) ++m;
+    x = u(rng) < 0.5 ? m : -m;
+    since_nonzero = m != 0 ? 1 : since_nonzero + 1;
+  }
+  return r;
+}
+
+/// The empirical entropy of the residuals' tokens given their context (in the chunks' four segments),
+/// in bits, and the raw bits of the symbols that are not their own token.
+std::pair<double, double> conditional_entropy_and_raw_bits(const std::vector<residuals_t>& chunks) {
+  std::map<std::pair<std::uint32_t, std::uint32_t>, double> joint;
+  std::map<std::uint32_t, double> context_total;
+  double raw_bits = 0;
+  for (const auto& chunk : chunks) {
+    const std::size_t length = cd::ans_segment_length(chunk.size());
+    for (std::size_t first = 0; first < chunk.size(); first += length) {
+      std::uint32_t previous = 0, before = 0;
+      for (std::size_t i = first; i < std::min(chunk.size(), first + length); ++i) {
+        const cd::ans_token t = cd::ans_token_of(cd::zigzag(chunk[i]));
+        const std::uint32_t context = cd::ans_context(previous, before);
+        joint[{context, t.token}] += 1;
+        context_total[context] += 1;
+        raw_bits += t.extra_width;
+        before = previous;
+        previous = t.token;
+      }
+    }
+  }
+  double bits = 0;
+  for (const auto& [key, count] : joint) bits -= count * std::log2(count / context_total[key.first]);
+  return {bits, raw_bits};
+}
+
+}  // namespace
+
+TEST_CASE("ContextAns tokens: symbols below 16 are their own, larger ones a token and raw bits", "[encode][context-ans]") {
+  for (std::uint32_t v = 0; v < 16; ++v) {
+    CHECK(cd::ans_token_of(v).token == v);
+    CHECK(cd::ans_token_of(v).extra_width == 0);
+  }
+  CHECK(cd::ans_token_of(16).token == 16);
+  CHECK(cd::ans_token_of(16).extra_width == 2);
+  CHECK(cd::ans_token_of(20).token == 17);
+  CHECK(cd::ans_token_of(31).token == 19);
+  CHECK(cd::ans_token_of(32).token == 20);
+  CHECK(cd::ans_token_of(0xFFFF'FFFFu).token == cd::ans_token_count - 1);
+  std::mt19937_64 rng(zcoll_test::seed + 300);
+  std::vector<std::uint32_t> symbols = {15, 16, 17, 23, 24, 63, 64, 65, 0x7FFF'FFFFu, 0x8000'0000u, 0xFFFF'FFFFu};
+  for (int k = 0; k < 10000; ++k) symbols.push_back(static_cast<std::uint32_t>(rng()) >> (rng() % 32));
+  for (const std::uint32_t v : symbols) {
+    const cd::ans_token t = cd::ans_token_of(v);
+    INFO("symbol " << v);
+    REQUIRE(t.token < cd::ans_token_count);
+    REQUIRE(t.extra_width == cd::ans_extra_width(t.token));
+    REQUIRE(t.extra < (std::uint64_t{1} << t.extra_width));
+    REQUIRE(cd::ans_symbol_of(t.token, t.extra) == v);
+    REQUIRE((cd::ans_token_base[t.token] | t.extra) == v);
+  }
+}
+
+TEST_CASE("ContextAns round-trips every length, alphabet and extreme", "[encode][context-ans]") {
+  std::mt19937_64 rng(zcoll_test::seed + 301);
+  SECTION("lengths around the four states and the pair loop") {
+    for (std::size_t n = 0; n < 20; ++n) check_round_trip({clustered(rng, n, 0.6, 0.2)});
+    check_round_trip({clustered(rng, 65536 + 3, 0.9, 0.3), clustered(rng, 1, 0.9, 0.3), {}});
+  }
+  SECTION("one symbol only: frequencies of 4096, no words") {
+    for (const std::int32_t v : {0, 1, -7, 100000, int_min, int_max}) {
+      const ContextAns::model m = check_round_trip({residuals_t(5000, v), residuals_t(3, v)});
+      CHECK(encoded(m, residuals_t(5000, v)).size() <= 8 + 16 + (v == 0 || std::abs(std::int64_t{v}) < 8 ? 0 : 5000 * 4));
+    }
+  }
+  SECTION("the widest residuals, every token") {
+    residuals_t wide(20000);
+    for (auto& x : wide) x = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng()) >> (rng() % 32));
+    wide[0] = int_min;
+    wide[1] = int_max;
+    wide[2] = -1;
+    wide[19999] = int_min;
+    const ContextAns::model m = check_round_trip({wide, residuals_t(wide.begin(), wide.begin() + 7)});
+    CHECK(m.tokens == cd::ans_token_count);
+  }
+  SECTION("zero runs and clusters at every concentration") {
+    for (const double p : {0.99, 0.9, 0.5, 0.1, 0.01}) check_round_trip({clustered(rng, 30000, p, p / 3), clustered(rng, 777, p, p)});
+  }
+}
+
+TEST_CASE("ContextAns codes at the context's entropy, below a bit a value where 0 dominates", "[encode][context-ans]") {
+  std::mt19937_64 rng(zcoll_test::seed + 302);
+  for (const auto& [p, p_after] : {std::pair{0.99, 0.5}, {0.7, 0.2}, {0.3, 0.1}}) {
+    const std::vector<residuals_t> chunks = {clustered(rng, 65536, p, p_after), clustered(rng, 65536, p, p_after)};
+    const ContextAns::model m = ContextAns::make_model(statistics_of<ContextAns>(chunks));
+    double coded_bits = 0;  // the chunks' bytes; the model is written once a stream
+    for (const auto& r : chunks) coded_bits += 8.0 * static_cast<double>(encoded(m, r).size());
+    // The entropy of the tokens given the context, and the raw bits of large symbols as they are.
+    const auto [entropy_bits, raw_bits] = conditional_entropy_and_raw_bits(chunks);
+    const double values = 2 * 65536;
+    INFO("p " << p << ": " << coded_bits / values << " bits a value; entropy given the context and raw bits "
+                   << (entropy_bits + raw_bits) / values);
+    CHECK(coded_bits <= 1.01 * (entropy_bits + raw_bits) + 8.0 * 32 * 2);  // two chunks' 24-byte heads
+    if (p >= 0.9) CHECK(coded_bits < 0.6 * values);
+  }
+}
+
+TEST_CASE("ContextAns refuses residuals its model has no frequency for", "[encode][context-ans]") {
+  const ContextAns::model zeros = ContextAns::make_model(statistics_of<ContextAns>({residuals_t(100, 0)}));
+  std::vector<std::byte> out(1024);
+  CHECK(ContextAns::encode_chunk(zeros, residuals_t(10, 0), out).has_value());
+  CHECK_FALSE(ContextAns::encode_chunk(zeros, residuals_t{0, 0, 1}, out).has_value());
+  const ContextAns::model empty = ContextAns::make_model(ContextAns::statistics{});
+  CHECK(written_model<ContextAns>(empty).size() == 3);
+  CHECK_FALSE(ContextAns::encode_chunk(empty, residuals_t{0}, out).has_value());
+  CHECK(ContextAns::encode_chunk(empty, residuals_t{}, out).has_value());
+  // A chunk of one model decoded with another stream's: a format error.
+  std::mt19937_64 rng(zcoll_test::seed + 303);
+  const residuals_t r = clustered(rng, 4000, 0.5, 0.2);
+  const ContextAns::model own = ContextAns::make_model(statistics_of<ContextAns>({r}));
+  const std::vector<std::byte> chunk = encoded(own, r);
+  std::vector<std::uint32_t> back(r.size());
+  auto g = guarded_buffer<std::byte>::copy_of(chunk);
+  CHECK_THROWS_AS(ContextAns::decode_chunk(zeros, g.span(), back), zcoll::format_error);
+  CHECK_THROWS_AS(ContextAns::decode_chunk(empty, g.span(), back), zcoll::format_error);
+}
+
+TEST_CASE("ContextAns decode rejects every truncation and survives corruption", "[encode][context-ans]") {
+  std::mt19937_64 rng(zcoll_test::seed + 304);
+  std::vector<residuals_t> chunks = {clustered(rng, 1500, 0.6, 0.2), clustered(rng, 37, 0.9, 0.5), clustered(rng, 1, 0.5, 0.5)};
+  chunks[0][17] = int_min;
+  chunks[0][900] = 70000;
+  const ContextAns::model m = ContextAns::make_model(statistics_of<ContextAns>(chunks));
+  for (const auto& r : chunks) {
+    const std::vector<std::byte> chunk = encoded(m, r);
+    INFO(r.size() << " residuals in " << chunk.size() << " bytes");
+    const auto [rejected, trials] = zcoll_test::check_damaged_chunk<ContextAns>(m, chunk, r.size(), rng, false);
+    INFO(rejected << " of " << trials << " corruptions rejected");
+    // The end-state check catches nearly every damaged word: a state that comes back to 2^15 by chance
+    // is rare. Damaged raw bits decode to other residuals, which nothing can tell.
+    CHECK(rejected * 2 > trials);
+  }
+}
+
+TEST_CASE("ContextAns: a chunk whose coder states or words were changed is a format error", "[encode][context-ans]") {
+  // What a damaged state or word leads to: the decoder's states do not come back to 2^15, or it reads
+  // another number of words than the chunk holds. Both are checked after the loop.
+  std::mt19937_64 rng(zcoll_test::seed + 307);
+  const residuals_t r = clustered(rng, 3001, 0.7, 0.2);
+  const ContextAns::model m = ContextAns::make_model(statistics_of<ContextAns>({r}));
+  const std::vector<std::byte> chunk = encoded(m, r);
+  std::uint32_t extra_bytes = 0, words = 0;
+  std::memcpy(&extra_bytes, chunk.data(), 4);
+  std::memcpy(&words, chunk.data() + 4, 4);
+  REQUIRE(words > 100);
+  const std::size_t states_at = 8 + extra_bytes;
+  std::vector<std::uint32_t> out(r.size());
+  for (std::size_t s = 0; s < cd::ans_segments; ++s) {
+    for (const std::uint32_t flip : {1u, 0x100u, 0x4000u, 0x10000u}) {
+      std::vector<std::byte> bad = chunk;
+      std::uint32_t x;
+      std::memcpy(&x, bad.data() + states_at + 4 * s, 4);
+      x ^= flip;  // still in [2^15, 2^31)
+      std::memcpy(bad.data() + states_at + 4 * s, &x, 4);
+      auto g = guarded_buffer<std::byte>::copy_of(bad);
+      INFO("state " << s << " ^ " << flip);
+      CHECK_THROWS_AS(ContextAns::decode_chunk(m, g.span(), out), zcoll::format_error);
+    }
+  }
+  for (const std::size_t w : {std::size_t{0}, std::size_t{words / 2}, std::size_t{words - 1}}) {
+    std::vector<std::byte> bad = chunk;
+    bad[states_at + 16 + 2 * w] ^= std::byte{0x40};
+    auto g = guarded_buffer<std::byte>::copy_of(bad);
+    INFO("word " << w);
+    CHECK_THROWS_AS(ContextAns::decode_chunk(m, g.span(), out), zcoll::format_error);
+  }
+}
+
+TEST_CASE("ContextAns decode of arbitrary bytes raises format_error or stays in bounds", "[encode][context-ans]") {
+  std::mt19937_64 rng(zcoll_test::seed + 305);
+  const ContextAns::model m = ContextAns::make_model(statistics_of<ContextAns>({clustered(rng, 5000, 0.4, 0.1)}));
+  zcoll_test::check_arbitrary_bytes<ContextAns>(m, rng, [&](std::vector<std::byte>& bytes) {
+    if (bytes.size() < 24) return;  // plausible sizes and states
+    zcoll_test::poke<std::uint32_t>(bytes, 0, static_cast<std::uint32_t>(rng() % 40));
+    zcoll_test::poke<std::uint32_t>(bytes, 4, static_cast<std::uint32_t>(rng() % 120));
+  });
+}
+
+TEST_CASE("ContextAns read_model rejects every truncation and malformed tables", "[encode][context-ans]") {
+  std::mt19937_64 rng(zcoll_test::seed + 306);
+  const auto rejects = [](std::vector<std::byte> bytes, const char* what) {
+    auto g = guarded_buffer<std::byte>::copy_of(bytes);
+    zcoll::byte_reader in(g.span());
+    CHECK_THROWS_WITH(ContextAns::read_model(in), Catch::Contains(what));
+  };
+  for (const double p : {0.95, 0.5, 0.02}) {
+    const auto bytes = written_model<ContextAns>(ContextAns::make_model(statistics_of<ContextAns>({clustered(rng, 30000, p, p / 2)})));
+    INFO("p " << p << ", model of " << bytes.size() << " bytes");
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      auto g = guarded_buffer<std::byte>::copy_of(std::span<const std::byte>(bytes).first(n));
+      zcoll::byte_reader in(g.span());
+      REQUIRE_THROWS_AS(ContextAns::read_model(in), zcoll::format_error);
+    }
+  }
+  using b = std::byte;
+  rejects({b{0}, b{0}, b{0}}, "token count 0");
+  rejects({b{129}, b{0}, b{0}}, "token count 129");
+  rejects({b{1}, b{0}, b{2}}, "names contexts past the 9");
+  rejects({b{1}, b{1}, b{0}, b{100}}, "sum to 100");
+  rejects({b{2}, b{1}, b{0}, b{0x81}, b{0}, b{1}}, "written in two bytes");
+  rejects({b{2}, b{1}, b{0}, b{0x80}, b{33}, b{0}}, "exceeds 4096");
+  rejects({b{2}, b{1}, b{0}, b{0}, b{2}}, "passes token 2");
+  // The smallest valid ones: one token of frequency 4096 in context 0, and no table at all.
+  auto one = read_back<ContextAns>(std::vector<std::byte>{b{1}, b{1}, b{0}, b{0x80}, b{32}});
+  CHECK(one.frequency[0][0] == 4096);
+  CHECK(read_back<ContextAns>(std::vector<std::byte>{b{1}, b{0}, b{0}}).tokens == 1);
+}
