@@ -257,6 +257,16 @@ TEST_CASE("ContextAns: a chunk whose coder states or words were changed is a for
       CHECK_THROWS_AS(ContextAns::decode_chunk(m, g.span(), out), zcoll::format_error);
     }
   }
+  // The last raw byte's padding bits are zero; a one there is damage.
+  std::uint64_t raw_bits = 0;
+  for (const std::int32_t x : r) raw_bits += cd::ans_token_of(cd::zigzag(x)).extra_width;
+  REQUIRE(raw_bits == 8 * std::uint64_t{extra_bytes} - (8 - raw_bits % 8) % 8);
+  if (raw_bits % 8 != 0) {
+    std::vector<std::byte> bad = chunk;
+    bad[8 + extra_bytes - 1] |= std::byte{0x80};
+    auto g = guarded_buffer<std::byte>::copy_of(bad);
+    CHECK_THROWS_WITH(ContextAns::decode_chunk(m, g.span(), out), Catch::Contains("not zero-padded"));
+  }
   for (const std::size_t w : {std::size_t{0}, std::size_t{words / 2}, std::size_t{words - 1}}) {
     std::vector<std::byte> bad = chunk;
     bad[states_at + 16 + 2 * w] ^= std::byte{0x40};

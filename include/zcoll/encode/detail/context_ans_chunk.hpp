@@ -136,43 +136,36 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
   return words_floor + words_bytes;
 }
 
-/// The raw bits of a chunk, from a copy followed by 16 zero bytes, so that every read loads eight bytes
-/// without a check or a branch. A malformed chunk may read past its bits: the reads then return the
-/// padding's zeros, stop at the copy's end, and at_padded_end() says so afterwards.
+/// The raw bits of a chunk, from a copy followed by 8 zero bytes, read by bit position: each read loads
+/// the eight bytes at the position, without a check or a branch and with two registers of state. A
+/// malformed chunk may read past its bits: the loads then stop at the copy's end, the position goes on
+/// counting, and at_padded_end() says so afterwards.
 class raw_bit_source {
  public:
-  explicit raw_bit_source(std::span<const std::byte> bytes) : bytes_(bytes.size() + padding_bytes) {
+  explicit raw_bit_source(std::span<const std::byte> bytes)
+      : bytes_(bytes.size() + padding_bytes), bits_(8 * std::uint64_t{bytes.size()}) {
     std::copy(bytes.begin(), bytes.end(), bytes_.begin());
-    at_ = bytes_.data();
-    end_ = at_ + bytes.size();
   }
 
   std::uint32_t read(unsigned width_bits) {
-    std::uint64_t next;
-    std::memcpy(&next, at_, 8);
-    buffer_ |= next << buffered_bits_;  // bits already buffered are ORed with themselves
-    at_ = std::min(at_ + (63 - buffered_bits_) / 8, end_ + 8);
-    buffered_bits_ |= 56;
-    const std::uint64_t value = buffer_ & ((std::uint64_t{1} << width_bits) - 1);
-    buffer_ >>= width_bits;
-    buffered_bits_ -= width_bits;
-    return static_cast<std::uint32_t>(value);
+    const std::uint64_t at = std::min(position_, bits_);
+    std::uint64_t word;
+    std::memcpy(&word, bytes_.data() + at / 8, 8);
+    position_ += width_bits;
+    return static_cast<std::uint32_t>((word >> (at % 8)) & ((std::uint64_t{1} << width_bits) - 1));
   }
 
   /// Every bit read but the last byte's padding, and that zero.
   bool at_padded_end() const {
-    const std::size_t read_bits = 8 * static_cast<std::size_t>(at_ - bytes_.data()) - buffered_bits_;
-    const std::size_t bits = 8 * static_cast<std::size_t>(end_ - bytes_.data());
-    return read_bits <= bits && bits - read_bits < 8 && buffer_ == 0;
+    if (position_ > bits_ || bits_ - position_ >= 8) return false;
+    return position_ % 8 == 0 || (std::to_integer<unsigned>(bytes_[position_ / 8]) >> (position_ % 8)) == 0;
   }
 
  private:
-  static constexpr std::size_t padding_bytes = 16;
+  static constexpr std::size_t padding_bytes = 8;
   std::vector<std::byte> bytes_;
-  const std::byte* at_;
-  const std::byte* end_;
-  std::uint64_t buffer_ = 0;
-  unsigned buffered_bits_ = 0;
+  std::uint64_t bits_;
+  std::uint64_t position_ = 0;
 };
 
 /// Fills `residuals` from the front of `in`; returns the bytes read. Raises format_error on a chunk
