@@ -7,10 +7,10 @@
 ///
 ///     Pipeline<Linear, predict::Interpolation<2>, ContextAns, backend::Zstd> codec({.error_bound = zcoll::relative(1e-2)});
 ///
-/// Speed on one core of the 2-core Xeon development VM (residuals of 65536 per chunk, geometric
-/// magnitudes from 0.6 to 8 bits a value): encode_chunk 4.3-5.0 ns a residual, decode_chunk 3.3-3.5 ns,
+/// Speed on one core of the 2-core Xeon development VM (chunks of 65536 residuals of geometric
+/// magnitudes, 0.6 to 8 bits a value): encode_chunk 4.6-5.3 ns a residual, decode_chunk 3.2-3.4 ns,
 /// whatever the concentration; a Huffman code decodes about three times as fast, at a bit a value at
-/// least. docs/performance.md has HighRatio's speed and ratio with each.
+/// least. docs/performance.md ("Fifth round: the context coder") has HighRatio's speed and ratio with each.
 ///
 /// A residual r has the zigzag symbol v (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...); v < 16 is its own
 /// token, a larger v of bit width w + 1 has token 16 + 4 (w - 4) + (the two bits of v below its leading
