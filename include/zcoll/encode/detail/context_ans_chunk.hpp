@@ -44,7 +44,7 @@ inline void write_raw_bits(std::span<const std::int32_t> residuals, std::span<co
     pending_bits += width;
     const auto low = static_cast<std::uint32_t>(pending);
     std::memcpy(raw, &low, 4);
-    const unsigned full = pending_bits & 32u;  // pending_bits < 64
+    const unsigned full = pending_bits & 32u;  // below 32 before a put, so below 61 after
     raw += full / 8;
     pending >>= full;
     pending_bits -= full;

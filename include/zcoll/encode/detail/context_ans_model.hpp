@@ -67,8 +67,8 @@ inline constexpr auto ans_token_extra_width = [] {
   return width;
 }();
 
-/// A residual's context is the magnitude class of the two residuals before it in the chunk (0, +-1, or
-/// larger; residuals before the chunk's first count as 0): 3 x 3 classes. Measured on HighRatio's
+/// A residual's context is the magnitude class of the two residuals before it in its segment of the
+/// chunk (0, +-1, or larger; residuals before the segment's first count as 0): 3 x 3 classes. Measured on HighRatio's
 /// residuals (docs/performance.md, issue 21), these nine contexts take the entropy at 1e-2 from 0.574 to
 /// 0.551 bits a value on ECHAM5 and from 0.808 to 0.739 on Penobscot.
 inline constexpr std::uint32_t ans_context_count = 9;
@@ -80,7 +80,7 @@ constexpr std::uint32_t ans_context(std::uint32_t previous, std::uint32_t before
   return 3 * ans_class(previous) + ans_class(before_previous);
 }
 
-/// Frequencies are normalized to 2^12 per context: each table entry of the decoder is one 32-bit word.
+/// Frequencies are normalized to 2^12 per context: the decoder's table of tokens by slot is then 9 x 4 KiB.
 inline constexpr unsigned ans_scale_bits = 12;
 inline constexpr std::uint32_t ans_scale = 1u << ans_scale_bits;
 
@@ -178,13 +178,14 @@ inline std::array<std::uint16_t, ans_token_count> normalize_frequencies(std::spa
   std::int64_t sum = 0;
   for (std::size_t t = 0; t < counts.size(); ++t) {
     if (counts[t] == 0) continue;
-    // Rounded to nearest in 128-bit arithmetic would be exact; counts below 2^51 keep this product exact.
+    // In double: the rounding can move a frequency by one, which the settling below absorbs, and IEEE
+    // arithmetic (a product and a quotient, nothing fused) gives every machine the same tables.
     const double scaled = static_cast<double>(counts[t]) * ans_scale / static_cast<double>(total);
     frequency[t] = static_cast<std::uint16_t>(std::max(1.0, std::min<double>(ans_scale, scaled + 0.5)));
     sum += frequency[t];
   }
-  // Settle the rounding on the largest frequencies, which it costs the least (the largest is at least
-  // 2^12 / 128 = 32 before the settling, so it can give up what 128 rounded-up ones took).
+  // Settle the difference on the largest frequencies, where a change of one costs the fewest bits (each
+  // keeps at least 1).
   while (sum != ans_scale) {
     const auto largest = static_cast<std::size_t>(
         std::max_element(frequency.begin(), frequency.end()) - frequency.begin());
