@@ -34,14 +34,16 @@ using EmbeddingHybrid = Hybrid<EmbeddingHuffman, EmbeddingLZ>;
 
 /// The high-ratio preset for scientific fields, SZ3's recipe on integer codes: multilevel interpolation
 /// or Lorenzo prediction, whichever predicts a sample of the data better (predict/interpolation.hpp),
-/// the residuals coded by rANS under nine contexts of the two residuals before each (encode/context_ans.hpp)
-/// and zstd over each chunk's bytes. The bound holds exactly and chunks code and decode in parallel. N = 1, 2 or 3: the predictor's axes, the last N extents of
+/// the residuals coded by rANS under nine contexts of the two residuals before each
+/// (encode/context_ans.hpp), and zstd over each chunk's bytes. The bound holds exactly and chunks code
+/// and decode in parallel. N = 1, 2 or 3: the predictor's axes, the last N extents of
 /// codec_config::shape (chunks default to 65536 values). Compare them on your data: on the shared fields
 /// 2-D is best on most, 3-D on the smooth volumes (docs/performance.md, "HighRatio against SZ3").
 template <unsigned N>
 using HighRatio = Pipeline<quantize::Linear, predict::Interpolation<N>, encode::ContextAns, backend::Zstd>;
 
-/// The previous HighRatio, kept for comparison: N-D Lorenzo on the codes and Huffman, no back end.
+/// The first HighRatio (before the interpolation predictor), kept for comparison: N-D Lorenzo on the
+/// codes and Huffman, no back end.
 template <unsigned N>
 using LorenzoHuffman = Pipeline<quantize::Linear, predict::Lorenzo<N>, encode::Huffman>;
 

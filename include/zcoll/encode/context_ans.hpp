@@ -5,7 +5,8 @@
 /// a likely residual, and the context captures the runs and clusters of zeros that a coarse bound leaves
 /// behind an interpolation predictor: the coder of HighRatio (codec/presets.hpp).
 ///
-///     Pipeline<Linear, predict::Interpolation<2>, ContextAns, backend::Zstd> codec({.error_bound = zcoll::relative(1e-2)});
+///     Pipeline<Linear, predict::Interpolation<2>, ContextAns, backend::Zstd> codec(
+///         {.error_bound = zcoll::relative(1e-2)});
 ///
 /// Speed on one core of the 2-core Xeon development VM (chunks of 65536 residuals of geometric
 /// magnitudes, 0.6 to 8 bits a value): encode_chunk 4.6-5.3 ns a residual, decode_chunk 3.2-3.4 ns,
