@@ -82,8 +82,8 @@ ContextAns::model check_round_trip(const std::vector<residuals_t>& chunks) {
   return model;
 }
 
-/// Residuals of magnitude m with probability (1 - p) p^m, either sign; within a run of `run` values
-/// after a nonzero one the probability of 0 drops to p_after: a source whose context matters.
+/// Residuals of magnitude m with probability p (1 - p)^m (p: the probability of 0), either sign; for
+/// `run` values after a nonzero one p_after takes p's place: a source whose context matters.
 residuals_t clustered(std::mt19937_64& rng, std::size_t n, double p, double p_after, unsigned run = 2) {
   residuals_t r(n);
   std::uniform_real_distribution<double> u(0, 1);
