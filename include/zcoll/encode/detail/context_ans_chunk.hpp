@@ -66,20 +66,14 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
                                                            std::span<const std::int32_t> residuals,
                                                            std::span<std::byte> out) {
   const std::size_t count = residuals.size(), length = ans_segment_length(count);
-  // Each residual's context and token as one index into the model's tables, segment by segment.
   std::vector<std::uint16_t> symbols(count);
+  context_ans_symbols(residuals, symbols);
   std::uint64_t extra_bits = 0;
   std::size_t wide = 0;
-  for (std::size_t first = 0; first < count; first += length) {
-    std::uint32_t previous = 0, before_previous = 0;
-    for (std::size_t i = first; i < std::min(count, first + length); ++i) {
-      const ans_token t = ans_token_of(zigzag(residuals[i]));
-      symbols[i] = static_cast<std::uint16_t>(ans_context(previous, before_previous) * ans_token_count + t.token);
-      extra_bits += t.extra_width;
-      wide += t.extra_width != 0;
-      before_previous = previous;
-      previous = t.token;
-    }
+  for (const std::int32_t r : residuals) {
+    const unsigned width = ans_token_of(zigzag(r)).extra_width;
+    extra_bits += width;
+    wide += width != 0;
   }
   const std::uint64_t extra_bytes = (extra_bits + 7) / 8;
   const std::size_t words_floor = ans_chunk_header_bytes + extra_bytes + ans_chunk_states_bytes;
@@ -91,17 +85,24 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
   std::uint32_t state[ans_segments] = {ans_state_low, ans_state_low, ans_state_low, ans_state_low};
   std::byte* const words_end = out.data() + out.size();
   std::byte* word = words_end;
-  // Codes residual i into the state x; false when the model has no frequency for it or the words would
-  // reach the raw bits.
-  const auto encode = [&](std::size_t i, std::uint32_t& x) ZCOLL_LAMBDA_ALWAYS_INLINE {
+  // A symbol the model has no frequency for (the model was not built from this chunk's statistics):
+  // found after the loops. Coding it is harmless meanwhile: frequency 0 renormalizes and adds 0.
+  bool missing = false;
+  // Codes residual i into the state x. `checked`: false when the words would reach the raw bits;
+  // unchecked where the caller has made sure that they cannot.
+  const auto encode = [&]<bool checked>(std::size_t i, std::uint32_t& x, std::bool_constant<checked>)
+                          ZCOLL_LAMBDA_ALWAYS_INLINE {
     const std::size_t symbol = symbols[i];
     const std::uint32_t entry = m.frequency_table[symbol];
     const std::uint32_t frequency = entry & 0xFFFFu;
+    missing |= frequency == 0;
     // Out goes a word when coding would leave [2^15, 2^31): stored always, kept when needed, so that
     // no branch depends on the data (a store not kept lands in the states' room, written last).
     const auto renormalize = static_cast<std::uint32_t>(x >= frequency << (31 - ans_scale_bits));
-    const auto no_room = static_cast<std::uint32_t>(static_cast<std::size_t>(word - out.data()) < words_floor + 2);
-    if ((frequency == 0) | (renormalize & no_room)) return false;
+    if constexpr (checked) {
+      const bool no_room = static_cast<std::size_t>(word - out.data()) < words_floor + 2;
+      if (renormalize != 0 && no_room) return false;
+    }
     const auto low = static_cast<std::uint16_t>(x);
     std::memcpy(word - 2, &low, 2);
     word -= 2 * renormalize;
@@ -109,21 +110,38 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
     x += m.divisors[symbol].quotient(x) * (ans_scale - frequency) + (entry >> 16);  // (x / f) 2^12 + x % f + c
     return true;
   };
+  constexpr std::true_type checked;
+  constexpr std::false_type unchecked;
   // The rounds in which not every segment has a residual come last in the coding order, so first here;
   // then the full rounds with the states in variables (an array indexed by segment stays in memory).
   const std::size_t full_rounds = count >= 3 * length ? count - 3 * length : 0;
   for (std::size_t k = length; k-- > full_rounds;) {
     for (std::size_t segment = ans_segments; segment-- > 0;) {
       const std::size_t i = segment * length + k;
-      if (i < count && !encode(i, state[segment])) return std::nullopt;
+      if (i < count && !encode(i, state[segment], checked)) return std::nullopt;
     }
   }
+  // The full rounds in blocks: a block that cannot reach the raw bits (a round writes at most four
+  // words) runs without a check a symbol.
+  constexpr std::size_t block_rounds = 64;
   std::uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
-  for (std::size_t k = full_rounds; k-- > 0;) {
-    if (!encode(3 * length + k, x3) || !encode(2 * length + k, x2) || !encode(length + k, x1) || !encode(k, x0)) {
-      return std::nullopt;
+  for (std::size_t k = full_rounds; k > 0;) {
+    const std::size_t block_end = k - std::min(k, block_rounds);
+    if (static_cast<std::size_t>(word - out.data()) >= words_floor + 2 + 8 * (k - block_end)) {
+      for (; k > block_end; --k) {
+        encode(3 * length + k - 1, x3, unchecked), encode(2 * length + k - 1, x2, unchecked);
+        encode(length + k - 1, x1, unchecked), encode(k - 1, x0, unchecked);
+      }
+    } else {
+      for (; k > block_end; --k) {
+        if (!encode(3 * length + k - 1, x3, checked) || !encode(2 * length + k - 1, x2, checked) ||
+            !encode(length + k - 1, x1, checked) || !encode(k - 1, x0, checked)) {
+          return std::nullopt;
+        }
+      }
     }
   }
+  if (missing) return std::nullopt;
   state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
 
   const auto words_bytes = static_cast<std::size_t>(words_end - word);

@@ -73,6 +73,8 @@ inline constexpr auto ans_token_extra_width = [] {
 /// 0.551 bits a value on ECHAM5 and from 0.808 to 0.739 on Penobscot.
 inline constexpr std::uint32_t ans_context_count = 9;
 
+/// The class of a token, or alike of a zigzag symbol (a symbol below 16 is its token, a larger one has a
+/// token above 2).
 constexpr std::uint32_t ans_class(std::uint32_t token) {
   return static_cast<std::uint32_t>(token != 0) + static_cast<std::uint32_t>(token > 2);
 }
@@ -103,20 +105,48 @@ inline constexpr auto ans_next_row = [] {
   return next;
 }();
 
+/// Each residual's context and token as one index into the model's tables (context * 128 + token),
+/// segment by segment (ans_segment_length). A residual's context depends on the two residuals before
+/// it, not on a running state, so the loop is elementwise and compilers vectorize it.
+inline void context_ans_symbols(std::span<const std::int32_t> residuals, std::span<std::uint16_t> symbols) {
+  const std::size_t count = residuals.size(), length = ans_segment_length(count);
+  const std::int32_t* const r = residuals.data();
+  std::uint16_t* const out = symbols.data();
+  for (std::size_t first = 0; first < count; first += length) {
+    const std::size_t end = std::min(count, first + length);
+    // The symbol of residual i after the zigzag symbols `previous` and `before_previous`.
+    const auto symbol_at = [&](std::size_t i, std::uint32_t previous, std::uint32_t before_previous) {
+      return static_cast<std::uint16_t>(ans_context(previous, before_previous) * ans_token_count +
+                                        ans_token_of(zigzag(r[i])).token);
+    };
+    if (first < end) out[first] = symbol_at(first, 0, 0);
+    if (first + 1 < end) out[first + 1] = symbol_at(first + 1, zigzag(r[first]), 0);
+    for (std::size_t i = first + 2; i < end; ++i) out[i] = symbol_at(i, zigzag(r[i - 1]), zigzag(r[i - 2]));
+  }
+}
+
 /// Token counts per context over the residuals of every chunk of a stream.
 class context_ans_statistics {
  public:
   /// Adds one chunk's residuals.
   void add(std::span<const std::int32_t> residuals) {
-    const std::size_t length = ans_segment_length(residuals.size());
-    for (std::size_t first = 0; first < residuals.size(); first += length) {
-      std::uint32_t previous = 0, before_previous = 0;
-      for (const std::int32_t r : residuals.subspan(first, std::min(length, residuals.size() - first))) {
-        const std::uint32_t token = ans_token_of(zigzag(r)).token;
-        ++counts_[ans_context(previous, before_previous) * ans_token_count + token];
-        before_previous = previous;
-        previous = token;
-      }
+    std::vector<std::uint16_t> symbols(residuals.size());
+    context_ans_symbols(residuals, symbols);
+    // Four tables of counts, taking turns: consecutive residuals often share a symbol (the zeros of a
+    // coarse bound), and one table would chain each increment to the store of the one before. (32-bit
+    // counts: a chunk holds at most 65536 residuals.)
+    std::vector<std::uint32_t> partial(4 * counts_.size(), 0);
+    const std::size_t quads = symbols.size() / 4 * 4;
+    for (std::size_t i = 0; i < quads; i += 4) {
+      ++partial[symbols[i]];
+      ++partial[counts_.size() + symbols[i + 1]];
+      ++partial[2 * counts_.size() + symbols[i + 2]];
+      ++partial[3 * counts_.size() + symbols[i + 3]];
+    }
+    for (std::size_t i = quads; i < symbols.size(); ++i) ++partial[symbols[i]];
+    for (std::size_t k = 0; k < counts_.size(); ++k) {
+      counts_[k] += std::uint64_t{partial[k]} + partial[counts_.size() + k] + partial[2 * counts_.size() + k] +
+                    partial[3 * counts_.size() + k];
     }
   }
 
