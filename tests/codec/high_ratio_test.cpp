@@ -56,6 +56,11 @@ TEMPLATE_TEST_CASE("HighRatio round trips keep the bound on every element", "[co
       check_round_trip(zcoll::LorenzoHuffman<2>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
       check_round_trip(zcoll::LorenzoHuffman<3>{grid_config(rel, shape, chunk)}, std::span<const T>(field));
     }
+    // Default chunks of 25 whole planes: a field of two chunks, the second shorter.
+    const auto planes = smooth_field<T>(40, 40, 64);
+    REQUIRE(zcoll::HighRatio<2>{grid_config(rel, {40, 40, 64})}.config().chunk_values == 25 * 40 * 64);
+    check_round_trip(zcoll::HighRatio<2>{grid_config(rel, {40, 40, 64})}, std::span<const T>(planes));
+    check_round_trip(zcoll::HighRatio<3>{grid_config(rel, {40, 40, 64})}, std::span<const T>(planes));
   }
 }
 
@@ -112,6 +117,10 @@ TEST_CASE("HighRatio: chunk length defaults and shape checks", "[codec][high-rat
   CHECK(zcoll::LorenzoHuffman<1>{}.config().chunk_values == 4096);
   CHECK(zcoll::HighRatio<2>{}.config().chunk_values == 65536);
   CHECK(zcoll::HighRatio<3>{{.chunk_values = 1024}}.config().chunk_values == 1024);
+  // Whole planes where the shape has them (predict::Interpolation::default_chunk_values), unless set.
+  CHECK(zcoll::HighRatio<2>{grid_config(1e-2, {17, 96, 192})}.config().chunk_values == 55296);
+  CHECK(zcoll::HighRatio<3>{grid_config(1e-2, {17, 96, 192}, 1024)}.config().chunk_values == 1024);
+  CHECK(zcoll::LorenzoHuffman<3>{grid_config(1e-2, {17, 96, 192})}.config().chunk_values == 65536);
   const std::vector<float> data(100, 1.0f);
   CHECK_THROWS_WITH(zcoll::HighRatio<3>{grid_config(1e-3, {10, 11})}.compress(data),
                     Catch::Contains("shape {10, 11} does not hold the input's 100 values"));

@@ -236,3 +236,26 @@ TEST_CASE("Interpolation: a chunk short against its rows is read along fewer axe
   CHECK(b.extent[1] == 1);
   CHECK(b.extent[2] == 64);
 }
+
+TEST_CASE("Interpolation: the default chunk holds whole planes where they make a multiple of 32",
+          "[predict][interpolation]") {
+  using I2 = zcoll::predict::Interpolation<2>;
+  using I3 = zcoll::predict::Interpolation<3>;
+  const auto chunk = [](auto predictor, std::vector<std::size_t> shape) {
+    return decltype(predictor)::default_chunk_values(shape, 65536);
+  };
+  CHECK(chunk(I2{}, {17, 96, 192}) == 3 * 96 * 192);    // ECHAM5's planes
+  CHECK(chunk(I3{}, {132, 73, 144}) == 6 * 73 * 144);   // an odd number of planes is not a multiple of 32
+  CHECK(chunk(I3{}, {20, 180, 360}) == 180 * 360);      // one plane
+  CHECK(chunk(I3{}, {3, 100, 200}) == 3 * 100 * 200);
+  CHECK(chunk(I3{}, {1, 2, 3, 150, 200}) == 2 * 150 * 200);  // the last two extents make the plane
+  // No whole planes of a multiple of 32 in at least half the longest chunk: the longest.
+  CHECK(chunk(I3{}, {300, 125, 125}) == 65536);  // odd planes: 32 of them do not fit
+  CHECK(chunk(I3{}, {2, 165, 200}) == 65536);    // one plane of 33000 values
+  CHECK(chunk(I3{}, {4, 300, 300}) == 65536);    // a plane longer than a chunk
+  CHECK(chunk(I3{}, {601, 1501}) == 65536);      // two axes: no planes
+  CHECK(chunk(I3{}, {4, 0, 10}) == 65536);
+  CHECK(chunk(I3{}, {2, std::numeric_limits<std::size_t>::max(), 3}) == 65536);
+  CHECK(chunk(zcoll::predict::Interpolation<1>{}, {17, 96, 192}) == 65536);  // a 1-D walk has no planes
+  CHECK(I2::default_chunk_values(std::vector<std::size_t>{8, 64, 64}, 4096) == 4096);
+}

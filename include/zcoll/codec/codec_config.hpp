@@ -18,7 +18,9 @@ struct codec_config {
   /// Values per independently coded chunk: a multiple of 32 in [32, 65536], or 0 for the codec's
   /// default. Pipelines default to 4096 values (16 KiB of f32 keep a chunk and its codes in L1; see
   /// docs/performance.md for the chunk-length sweep), and to 65536 with 2-D or 3-D Lorenzo prediction,
-  /// which restarts at each chunk and needs many rows in one. config() reports the length in use.
+  /// which restarts at each chunk and needs many rows in one; 2-D and 3-D interpolation (HighRatio<2>,
+  /// <3>) to the most whole planes of `shape` within that (predict::Interpolation::default_chunk_values).
+  /// config() reports the length in use.
   std::uint32_t chunk_values = 0;
   /// A value that marks missing data (land in an ocean field, say): stored exactly, at almost no cost,
   /// and left out of the range a relative bound refers to. It means the value of the data's type nearest

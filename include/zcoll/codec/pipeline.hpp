@@ -128,9 +128,16 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
     return n;
   }
 
-  /// The chunk length when the config leaves it 0: 4096 values, or the longest chunk (65536) for a 2-D or
-  /// 3-D predictor, whose rows and planes must fit in one chunk to be predicted from.
-  static constexpr std::uint32_t default_chunk_values = predictor_has_parameters ? max_chunk_values : 4096;
+  /// The chunk length when the config leaves it 0: 4096 values, or for a 2-D or 3-D predictor, whose rows
+  /// and planes must fit in one chunk to be predicted from, the longest chunk (65536) or the one the
+  /// predictor prefers for the data's `shape` (predict::Interpolation's whole planes).
+  static std::uint32_t default_chunk_values(std::span<const std::size_t> shape) {
+    if constexpr (requires { P::default_chunk_values(shape, max_chunk_values); }) {
+      return P::default_chunk_values(shape, max_chunk_values);
+    } else {
+      return predictor_has_parameters ? max_chunk_values : 4096;
+    }
+  }
 
   /// The encoder's own settings (VectorLZ's match window; encode::no_settings for the others).
   using encoder_settings = encode::settings_t<E>;
@@ -139,7 +146,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
   /// EmbeddingLZ({.error_bound = zcoll::absolute(0.01), .shape = {rows, 64}}, {.match_window = 64}).
   explicit Pipeline(codec_config config = {}, encoder_settings encoder = {})
       : config_(std::move(config)), encoder_(encoder) {
-    if (config_.chunk_values == 0) config_.chunk_values = default_chunk_values;
+    if (config_.chunk_values == 0) config_.chunk_values = default_chunk_values(config_.shape);
     validate(config_);
     if constexpr (requires { E::check(encoder_); }) E::check(encoder_);
   }

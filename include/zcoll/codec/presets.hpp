@@ -37,7 +37,8 @@ using EmbeddingHybrid = Hybrid<EmbeddingHuffman, EmbeddingLZ>;
 /// the residuals coded by rANS under nine contexts of the two residuals before each
 /// (encode/context_ans.hpp), and zstd over each chunk's bytes. The bound holds exactly and chunks code
 /// and decode in parallel. N = 1, 2 or 3: the predictor's axes, the last N extents of
-/// codec_config::shape (chunks default to 65536 values). Compare them on your data: on the shared fields
+/// codec_config::shape (chunks default to 65536 values, or for N = 2 and 3 to the most whole planes of
+/// the shape that fit, when they make a multiple of 32). Compare them on your data: on the shared fields
 /// 2-D is best on most, 3-D on the smooth volumes (docs/performance.md, "HighRatio against SZ3").
 template <unsigned N>
 using HighRatio = Pipeline<quantize::Linear, predict::Interpolation<N>, encode::ContextAns, backend::Zstd>;
