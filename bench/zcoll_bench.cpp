@@ -724,12 +724,14 @@ void print_batch_table(const std::vector<std::string>&, const options&, const da
 
 void print_table(const std::string& title, const std::vector<row>& rows) {
   fmt::print("{}\n", title);
-  fmt::print("{:<32} {:>12} {:>8} {:>9} {:>9} {:>7} {:>7} {:>11} {:>11} {:>5} {:>8} {:>10}\n", "codec", "bound",
-             "ratio", "comp GB/s", "dec GB/s", "c/mcpy", "d/mcpy", "abs bound", "max error", "held", "PSNR dB",
+  std::size_t codec_width = 32;  // the longest codec name, so that the columns line up
+  for (const auto& r : rows) codec_width = std::max(codec_width, r.codec.size());
+  fmt::print("{:<{}} {:>12} {:>8} {:>9} {:>9} {:>7} {:>7} {:>11} {:>11} {:>5} {:>8} {:>10}\n", "codec", codec_width,
+             "bound", "ratio", "comp GB/s", "dec GB/s", "c/mcpy", "d/mcpy", "abs bound", "max error", "held", "PSNR dB",
              "NRMSE");
   for (const auto& r : rows) {
-    fmt::print("{:<32} {:>12} {:>8.3f} {:>9.3f} {:>9.3f} {:>7.3f} {:>7.3f} {:>11} {:>11} {:>5} {:>8} {:>10}\n",
-               r.codec, r.bound, r.ratio, r.compress_gb_per_s, r.decompress_gb_per_s, r.compress_vs_memcpy,
+    fmt::print("{:<{}} {:>12} {:>8.3f} {:>9.3f} {:>9.3f} {:>7.3f} {:>7.3f} {:>11} {:>11} {:>5} {:>8} {:>10}\n",
+               r.codec, codec_width, r.bound, r.ratio, r.compress_gb_per_s, r.decompress_gb_per_s, r.compress_vs_memcpy,
                r.decompress_vs_memcpy, number(r.error_bound), number(r.max_abs_error), r.bound_held ? "yes" : "NO",
                number(r.psnr_db, "{:.2f}"), number(r.nrmse, "{:.3e}"));
   }
@@ -959,7 +961,7 @@ int run(const options& o) {
       fmt::format("zcoll-bench codec: {} ({} {} values, {:.2f} MB), {}, median of {}, chunk {}", data,
                   values.size(), o.type, static_cast<double>(values.size() * sizeof(T)) / 1e6,
                   on_device ? "CUDA on " + device_name : fmt::format("{} thread(s)", o.threads), o.repeat,
-                  o.chunk_values == 0 ? std::string("per codec (4096; 65536 with 2-D/3-D Lorenzo and HighRatio, whole planes up to it with HighRatio-2d/3d)")
+                  o.chunk_values == 0 ? std::string("per codec (4096; 65536 with 2-D/3-D Lorenzo and HighRatio, or its planes)")
                                       : std::to_string(o.chunk_values));
   print_table(input.note.empty() ? title : title + "\n" + input.note, rows);
   for (const auto& r : rows) {
