@@ -210,3 +210,32 @@ TEST_CASE("HighRatio: the sample's cheapest candidate is chosen", "[codec][high-
   CHECK(zcoll::detail::residual_cost_bits(std::vector<std::int32_t>{0, 1, 0, 1}) == 4.0);
   CHECK(zcoll::detail::residual_cost_bits(std::vector<std::int32_t>{1 << 20}) == 32.0);
 }
+
+TEST_CASE("HighRatio: values exactly the bound from their reconstruction are coded, not stored exactly",
+          "[codec][high-ratio]") {
+  // Integer rows, their first half zeros (a seismic section's dead traces): the walk's rounding leaves
+  // every zero whose prediction lies half a bin away exactly the bound from its reconstruction. At
+  // 457.23, eb / 8 rounds up in f32, so the stream states the bound of the f32 code step just below it
+  // (8 x 57.1537476 = 457.229980...), and those zeros keep it exactly.
+  const std::size_t rows = 64, cols = 256;
+  std::vector<float> field(rows * cols, 0.0f);
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> noise(-300, 300);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = cols / 2; c < cols; ++c) {
+      field[r * cols + c] = std::round(3000.0f * std::sin(0.05f * static_cast<float>(r + c))) + static_cast<float>(noise(rng));
+    }
+  }
+  using Coder = zcoll::Pipeline<zcoll::quantize::Linear, zcoll::predict::Interpolation<2>, zcoll::encode::ContextAns>;
+  const Coder codec({.error_bound = zcoll::absolute(457.23), .shape = {rows, cols}});
+  REQUIRE(static_cast<double>(static_cast<float>(457.23 / 8)) * 8 > 457.23);  // the case this test is about
+  const auto result = check_round_trip(codec, std::span<const float>(field));
+  CHECK(result.header.error_bound == 8.0 * static_cast<double>(std::nextafter(static_cast<float>(457.23 / 8), 0.0f)));
+  const auto stream = codec.compress(std::span<const float>(field));
+  const auto layout = zcoll::read_stream_layout(stream, true);
+  REQUIRE(layout.header.chunk_count == 1);
+  CHECK(stream[layout.chunk_offset(0)] == static_cast<std::byte>(zcoll::detail::chunk_kind::coded));
+  // On f64 the code step 457.23 / 8 is exact: the stated bound is the requested one.
+  const std::vector<double> wide(field.begin(), field.end());
+  CHECK(check_round_trip(codec, std::span<const double>(wide)).header.error_bound == 457.23);
+}

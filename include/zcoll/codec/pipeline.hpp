@@ -295,6 +295,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
     if constexpr (Q::uses_error_bound) {
       const bool relative = config_.error_bound.mode == bound_mode::relative;
       eb = absolute_bound(config_.error_bound, relative ? find_value_extent(exec, in, fill).range() : 0.0);
+      if constexpr (chunk::predicts_chunks) eb = chunk::template bound_on_code_grid<T>(eb);
     }
     const typename Q::template block_quantizer<T> quantizer(eb);
     grid = choose_predictor_parameters(grid, quantizer, fill, in);
