@@ -11,7 +11,8 @@
 /// Speed on one core of the 2-core Xeon development VM (chunks of 65536 residuals of geometric
 /// magnitudes, 0.6 to 8 bits a value, -O3 -march=native): statistics.add 0.8-0.9 ns a residual,
 /// encode_chunk 2.5-3.2 ns, decode_chunk 2.6-2.8 ns; a Huffman code decodes about three times as fast,
-/// at a bit a value at least. docs/performance.md ("Fifth round: the context coder") has HighRatio's speed and ratio with each.
+/// at a bit a value at least. docs/performance.md ("Fifth round: the context coder", "... second step")
+/// has HighRatio's speed and ratio with each.
 ///
 /// A residual r has the zigzag symbol v (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...); v < 16 is its own
 /// token, a larger v of bit width w + 1 has token 16 + 4 (w - 4) + (the two bits of v below its leading

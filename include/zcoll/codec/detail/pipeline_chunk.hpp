@@ -132,9 +132,10 @@ struct pipeline_chunk {
   /// exactly; its residual stays, so the decoder predicts its neighbours from the same reconstruction.
   /// The quantizer's check is conservative (in T, below the bound by T's rounding); a lane it rejects is
   /// checked again exactly (lanes_exactly_within), because the walk's rounding puts some values exactly
-  /// eb from their reconstruction: a value at a code (a zero always is) whose prediction lies half a bin
-  /// away. Without the second check those were outliers: 1436 on the Penobscot field at relative 1e-2,
-  /// 926 of them in its first chunk, where 14420 of 65536 values are zeros.
+  /// the bound from their reconstruction: a value at a code (a zero always is) whose prediction lies half
+  /// a bin away; bound_on_code_grid makes that distance the stated bound, not a rounding beyond it.
+  /// Without the two, those values were outliers: 1436 on the Penobscot field at relative 1e-2, 926 of
+  /// them in its first chunk, where 14420 of 65536 values are zeros.
   template <floating_value T, class BlockQuantizer>
   static void store_lanes_beyond_bound(const BlockQuantizer& quantizer, const BlockQuantizer& codes,
                                        std::span<const T> values, const std::uint32_t* reconstructed,
