@@ -21,6 +21,7 @@
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
+#include "zcoll/core/error_stats.hpp"
 #include "zcoll/core/lanes.hpp"
 #include "zcoll/core/value_type.hpp"
 #include "zcoll/encode/concepts.hpp"
@@ -131,7 +132,7 @@ struct pipeline_chunk {
   /// bound: each lane that misses it (rounding at the limits of T's precision) becomes an outlier, stored
   /// exactly; its residual stays, so the decoder predicts its neighbours from the same reconstruction.
   /// The quantizer's check is conservative (in T, below the bound by T's rounding); a lane it rejects is
-  /// checked again exactly (lanes_exactly_within), because the walk's rounding puts some values exactly
+  /// checked again exactly (zcoll::exactly_within), because the walk's rounding puts some values exactly
   /// the bound from their reconstruction: a value at a code (a zero always is) whose prediction lies half
   /// a bin away; bound_on_code_grid makes that distance the stated bound, not a rounding beyond it.
   /// Without the two, those values were outliers: 1436 on the Penobscot field at relative 1e-2, 926 of
@@ -156,7 +157,10 @@ struct pipeline_chunk {
       if (next < state.exception_count && state.exceptions[next].block == b) e = state.exceptions[next++];
       const block_mask valid = lanes == block_values ? ~block_mask{0} : (block_mask{1} << lanes) - 1;
       block_mask missed = ~quantizer.lanes_within(x, x_prime) & valid & ~(e.fill | e.outliers);
-      if (missed != 0) missed &= ~lanes_exactly_within(x, x_prime, missed, quantizer.guaranteed_bound());
+      for (block_mask rejected = missed; rejected != 0; rejected &= rejected - 1) {
+        const int j = zcoll::countr_zero(rejected);
+        if (exactly_within(x[j], x_prime[j], quantizer.guaranteed_bound())) missed &= ~(block_mask{1} << j);
+      }
       missed_any = missed_any || missed != 0;
       e.outliers |= missed;
       if ((e.fill | e.outliers) != 0) merged.push_back(e);
@@ -164,23 +168,6 @@ struct pipeline_chunk {
     if (!missed_any) return;
     std::copy(merged.begin(), merged.end(), state.exceptions);
     state.exception_count = merged.size();
-  }
-
-  /// Of the lanes `lanes`, those whose |x - x'| is at most `eb` in exact arithmetic: the difference taken in
-  /// double and kept only where it is exact (the rounding error of Knuth's two-sum is 0, as it is for any
-  /// two floats within 2^29 of each other's magnitude). NaN and infinities are never within.
-  template <floating_value T>
-  static block_mask lanes_exactly_within(const T* x, const T* x_prime, block_mask lanes, double eb) {
-    block_mask within = 0;
-    for (; lanes != 0; lanes &= lanes - 1) {
-      const int j = zcoll::countr_zero(lanes);
-      const double a = static_cast<double>(x[j]), b = -static_cast<double>(x_prime[j]);
-      const double d = a + b;
-      const double b_part = d - a;
-      const double error = (a - (d - b_part)) + (b - b_part);
-      if (error == 0.0 && std::abs(d) <= eb) within |= block_mask{1} << j;
-    }
-    return within;
   }
 
   /// Writes one chunk at `out` (room for 1 + values.size() * sizeof(T) bytes) with a block encoder;
