@@ -138,7 +138,8 @@ codecs and bounds:
   --fill VALUE          declare a fill value: the value of the data type nearest to VALUE (-1e34 on f32 data
                         is -9.99999979e+33; a note says which), stored exactly, left out of the range
   --chunk N             values per chunk (multiple of 32; default: each codec's, 4096, 65536 for 2-D/3-D
-                        Lorenzo and HighRatio, HighRatio-2d/3d whole planes of --dims up to 65536)
+                        Lorenzo and HighRatio, HighRatio-2d/3d whole planes of --dims up to 65536 or a
+                        2-D field whole up to 2^20 values; HighRatio takes up to 2^20, the others 65536)
 reference rows (off by default; one thread, whatever --threads):
   --reference A,B,...   'all', 'list' to print them, or groups and row names:
                           lz4        LZ4_compress_default on the raw value bytes (lossless)
@@ -961,7 +962,7 @@ int run(const options& o) {
       fmt::format("zcoll-bench codec: {} ({} {} values, {:.2f} MB), {}, median of {}, chunk {}", data,
                   values.size(), o.type, static_cast<double>(values.size() * sizeof(T)) / 1e6,
                   on_device ? "CUDA on " + device_name : fmt::format("{} thread(s)", o.threads), o.repeat,
-                  o.chunk_values == 0 ? std::string("per codec (4096; 65536 with 2-D/3-D Lorenzo and HighRatio, or its planes)")
+                  o.chunk_values == 0 ? std::string("per codec (4096; 65536 with 2-D/3-D Lorenzo and HighRatio, or its planes or 2-D field)")
                                       : std::to_string(o.chunk_values));
   print_table(input.note.empty() ? title : title + "\n" + input.note, rows);
   for (const auto& r : rows) {

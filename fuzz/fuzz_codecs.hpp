@@ -75,7 +75,7 @@ void decode(std::span<const std::byte> stream) {
 template <class Entry, class T>
 void add_to_valid(std::span<const std::byte> hostile, const zcoll::stream_header& h) {
   using Codec = typename Entry::type;
-  const bool chunked = h.chunk_values >= 32 && h.chunk_values <= 65536 && h.chunk_values % 32 == 0;
+  const bool chunked = h.chunk_values >= 32 && h.chunk_values <= Codec::longest_chunk_values && h.chunk_values % 32 == 0;
   const bool bounded = std::isfinite(h.error_bound) && h.error_bound >= 0;
   zcoll::codec_config config = config_for<Entry>(bounded ? h.error_bound : 1.0 / 1024);
   if (chunked) config.chunk_values = h.chunk_values;

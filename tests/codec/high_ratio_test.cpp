@@ -121,9 +121,99 @@ TEST_CASE("HighRatio: chunk length defaults and shape checks", "[codec][high-rat
   CHECK(zcoll::HighRatio<2>{grid_config(1e-2, {17, 96, 192})}.config().chunk_values == 55296);
   CHECK(zcoll::HighRatio<3>{grid_config(1e-2, {17, 96, 192}, 1024)}.config().chunk_values == 1024);
   CHECK(zcoll::LorenzoHuffman<3>{grid_config(1e-2, {17, 96, 192})}.config().chunk_values == 65536);
+  // A 2-D field is one chunk where it fits in the context coder's 2^20 values; a Huffman pipeline's chunks
+  // stop at 65536.
+  CHECK(zcoll::HighRatio<2>{grid_config(1e-2, {601, 1501})}.config().chunk_values == 902112);
+  CHECK(zcoll::HighRatio<3>{grid_config(1e-2, {2000, 1000})}.config().chunk_values == (1u << 20));
+  CHECK(zcoll::LorenzoHuffman<2>{grid_config(1e-2, {601, 1501})}.config().chunk_values == 65536);
+  CHECK(zcoll::HighRatio<2>::longest_chunk_values == (1u << 20));
+  CHECK(zcoll::LorenzoHuffman<2>::longest_chunk_values == 65536);
+  CHECK(zcoll::FZLight::longest_chunk_values == 65536);
+  CHECK_NOTHROW(zcoll::HighRatio<1>{{.chunk_values = 1u << 20}});
+  CHECK_THROWS_WITH(zcoll::HighRatio<1>{{.chunk_values = (1u << 20) + 32}},
+                    Catch::Contains("chunk_values 1048608 must be a multiple of 32 in [32, 1048576]"));
+  CHECK_THROWS_WITH(zcoll::LorenzoHuffman<2>{{.chunk_values = 65568}},
+                    Catch::Contains("chunk_values 65568 must be a multiple of 32 in [32, 65536]"));
+  CHECK_THROWS_AS(zcoll::FZLight{{.chunk_values = 131072}}, zcoll::argument_error);
   const std::vector<float> data(100, 1.0f);
   CHECK_THROWS_WITH(zcoll::HighRatio<3>{grid_config(1e-3, {10, 11})}.compress(data),
                     Catch::Contains("shape {10, 11} does not hold the input's 100 values"));
+}
+
+TEMPLATE_TEST_CASE("HighRatio: chunks past 65536 values keep the bound, with exceptions in blocks past 2048",
+                   "[codec][high-ratio]", float, double) {
+  using T = TestType;
+  const T fill = T(-1e10);
+  // 97 rows of 1531 (148507 values): fills, NaN and +-Inf all along, so blocks past the 2048 of a
+  // 65536-value chunk hold exceptions; the default chunk of a 2-D field is all of it.
+  const auto data = mixed_input<T>(97 * 1531, fill, false);
+  zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .fill_value = static_cast<double>(fill),
+                             .shape = {97, 1531}};
+  const zcoll::HighRatio<2> whole{config};
+  REQUIRE(whole.config().chunk_values == 148512);
+  const auto r = check_round_trip(whole, std::span<const T>(data), bits(fill));
+  const auto layout = zcoll::read_stream_layout(r.stream, true);
+  REQUIRE(layout.header.chunk_count == 1);
+  const auto kind = std::to_integer<unsigned>(r.stream[layout.chunk_offset(0)]) & 0x7Fu;
+  CHECK(kind == 2);  // coded, with an exception section
+
+  // Explicit long chunks: two of 2^17 values and a short third, on 1, 2 and 3 threads alike.
+  config.chunk_values = 1u << 17;
+  config.shape = {};
+  const auto longer = mixed_input<T>((1u << 18) + 4097, fill, false, 1);
+  for (double rel : {1e-2, 1e-5}) {
+    config.error_bound = zcoll::relative(rel);
+    INFO("relative " << rel);
+    check_round_trip(zcoll::HighRatio<1>{config}, std::span<const T>(longer), bits(fill));
+    const zcoll::HighRatio<1> codec{config};
+    const auto stream = codec.compress(longer);
+    for (unsigned threads : {2u, 3u}) {
+      std::vector<std::byte> other(codec.template max_compressed_size<T>(longer.size()));
+      const auto written = codec.compress(zcoll::exec::Host{.threads = threads}, longer, std::span<std::byte>(other));
+      CHECK(std::equal(written.begin(), written.end(), stream.begin(), stream.end()));
+    }
+  }
+  // The longest chunk the format has: one of 2^20 values and a short second.
+  const auto longest = mixed_input<T>((1u << 20) + 33, fill, true, 2);
+  config.chunk_values = 1u << 20;
+  config.error_bound = zcoll::absolute(1e-2);
+  check_round_trip(zcoll::HighRatio<1>{config}, std::span<const T>(longest), bits(fill));
+}
+
+TEST_CASE("HighRatio: a long chunk's damaged streams are format errors", "[codec][high-ratio]") {
+  const auto data = mixed_input<float>(7 * 10001, -1e10f, false);
+  const zcoll::HighRatio<2> codec{{.error_bound = zcoll::absolute(1e-3), .fill_value = -1e10, .shape = {7, 10000 + 1}}};
+  REQUIRE(codec.config().chunk_values == 70016);
+  const auto stream = codec.compress(data);
+  std::vector<float> out(data.size());
+  // Truncations at a stride (every length would take minutes): each is a format error.
+  for (std::size_t n = 0; n < stream.size(); n += 1 + n / 64) {
+    INFO("truncated to " << n);
+    CHECK_THROWS_AS(codec.decompress(zcoll::exec::Host{}, std::span<const std::byte>(stream).first(n),
+                                     std::span<float>(out)),
+                    zcoll::format_error);
+  }
+  std::mt19937_64 rng(seed);
+  std::size_t rejected = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    auto damaged = stream;
+    damaged[rng() % damaged.size()] ^= static_cast<std::byte>(1u << (rng() % 8));
+    try {
+      (void)codec.decompress<float>(damaged);
+    } catch (const zcoll::format_error&) {
+      ++rejected;
+    }
+  }
+  CHECK(rejected > 0);
+  // A Huffman pipeline refuses a stream that claims chunks longer than its 65536 values: one chunk of
+  // 65536 values whose header says the chunk could hold 70016 (still one chunk, the index unchanged).
+  const zcoll::LorenzoHuffman<2> huffman{{.error_bound = zcoll::absolute(1e-3), .shape = {64, 1024}}};
+  auto claimed = huffman.compress(std::span<const float>(data).first(65536));
+  REQUIRE(zcoll::read_stream_header(claimed).chunk_values == 65536);
+  const std::uint32_t longer = 70016;
+  std::memcpy(claimed.data() + 40, &longer, 4);  // the header's chunk_values
+  REQUIRE(zcoll::read_stream_header(claimed).chunk_count == 1);
+  CHECK_THROWS_WITH(huffman.decompress<float>(claimed), Catch::Contains("chunks of at most 65536 values, not 70016"));
 }
 
 TEMPLATE_TEST_CASE("HighRatio: damaged streams are format errors, bytes do not depend on threads",

@@ -259,3 +259,26 @@ TEST_CASE("Interpolation: the default chunk holds whole planes where they make a
   CHECK(chunk(zcoll::predict::Interpolation<1>{}, {17, 96, 192}) == 65536);  // a 1-D walk has no planes
   CHECK(I2::default_chunk_values(std::vector<std::size_t>{8, 64, 64}, 4096) == 4096);
 }
+
+TEST_CASE("Interpolation: a 2-D field's default chunk is the whole field, where the encoder codes it",
+          "[predict][interpolation]") {
+  using I2 = zcoll::predict::Interpolation<2>;
+  using I3 = zcoll::predict::Interpolation<3>;
+  constexpr std::uint32_t long_chunks = 1u << 20;  // the context coder's
+  const auto chunk = [](auto predictor, std::vector<std::size_t> shape, std::uint32_t longest) {
+    return decltype(predictor)::default_chunk_values(shape, longest);
+  };
+  CHECK(chunk(I2{}, {601, 1501}, long_chunks) == 902112);  // Penobscot: 902101 values, rounded up to 32
+  CHECK(chunk(I3{}, {601, 1501}, long_chunks) == 902112);
+  CHECK(chunk(I2{}, {32, 32768}, long_chunks) == long_chunks);  // exactly the longest
+  CHECK(chunk(I2{}, {33, 32768}, long_chunks) == long_chunks);  // one row too many: the longest
+  CHECK(chunk(I2{}, {3, 5}, long_chunks) == 32);
+  CHECK(chunk(I2{}, {0, 1501}, long_chunks) == long_chunks);
+  CHECK(chunk(I2{}, {2, std::numeric_limits<std::size_t>::max()}, long_chunks) == long_chunks);
+  CHECK(chunk(I2{}, {601, 1501}, 65536) == 65536);  // a shorter limit: the field does not fit
+  // Volumes keep chunks of whole planes up to 65536 values (their walk fits the cache), a 1-D walk 65536.
+  CHECK(chunk(I2{}, {17, 96, 192}, long_chunks) == 3 * 96 * 192);
+  CHECK(chunk(I3{}, {300, 125, 125}, long_chunks) == 65536);
+  CHECK(chunk(zcoll::predict::Interpolation<1>{}, {601, 1501}, long_chunks) == 65536);
+  CHECK(chunk(I2{}, {}, long_chunks) == 65536);
+}

@@ -128,14 +128,18 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
     return n;
   }
 
+  /// The longest chunk this pipeline codes: its encoder's (encode::max_chunk_values_of: 2^20 values with
+  /// the context coder, 65536 with the others).
+  static constexpr std::uint32_t longest_chunk_values = encode::max_chunk_values_of<E>;
+
   /// The chunk length when the config leaves it 0: 4096 values, or for a 2-D or 3-D predictor, whose rows
-  /// and planes must fit in one chunk to be predicted from, the longest chunk (65536) or the one the
-  /// predictor prefers for the data's `shape` (predict::Interpolation's whole planes).
+  /// and planes must fit in one chunk to be predicted from, 65536 or the chunk the predictor prefers for
+  /// the data's `shape` (predict::Interpolation's whole planes, up to longest_chunk_values).
   static std::uint32_t default_chunk_values(std::span<const std::size_t> shape) {
-    if constexpr (requires { P::default_chunk_values(shape, max_chunk_values); }) {
-      return P::default_chunk_values(shape, max_chunk_values);
+    if constexpr (requires { P::default_chunk_values(shape, longest_chunk_values); }) {
+      return P::default_chunk_values(shape, longest_chunk_values);
     } else {
-      return predictor_has_parameters ? max_chunk_values : 4096;
+      return predictor_has_parameters ? common_max_chunk_values : 4096;
     }
   }
 
@@ -208,15 +212,19 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
   friend class span_codec<Pipeline>;
   static void validate(const codec_config& config) {
     const auto c = config.chunk_values;
-    if (c < min_chunk_values || c > max_chunk_values || c % block_values != 0) {
-      throw argument_error("codec_config: chunk_values " + std::to_string(c) +
-                           " must be a multiple of 32 in [32, 65536] (or 0 for the default)");
+    if (c < min_chunk_values || c > longest_chunk_values || c % block_values != 0) {
+      throw argument_error("codec_config: chunk_values " + std::to_string(c) + " must be a multiple of 32 in [32, " +
+                           std::to_string(longest_chunk_values) + "] for " + name() + " (or 0 for the default)");
     }
   }
 
   template <floating_value T>
   static void check_header(const stream_header& header) {
     require_codec_and_type(header, id, name, value_type_of<T>);
+    if (header.chunk_values > longest_chunk_values) {
+      throw format_error("a " + name() + " stream has chunks of at most " + std::to_string(longest_chunk_values) +
+                         " values, not " + std::to_string(header.chunk_values));
+    }
     if (!std::isfinite(header.error_bound)) {
       throw format_error("a pipeline stream states a finite error bound, not " + std::to_string(header.error_bound));
     }
@@ -542,7 +550,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
           std::int32_t* residuals = cache.kept() && whole ? cache.slot(c) : scratch.data();
           chunk::residuals_of_chunk(quantizer, fill, values, state, residuals);
           const std::span<const std::int32_t> kept(residuals, values.size());
-          if (cache.kept()) cache.keep(c, kept, std::span(state.exceptions, state.exception_count));
+          if (cache.kept()) cache.keep(c, kept, state.exceptions);
           partial[worker].add(kept);
         }
       });

@@ -63,7 +63,13 @@ inline constexpr std::uint32_t stream_magic_word = 0x4C4F435A;
 inline constexpr std::uint8_t stream_format_version = 2;
 inline constexpr std::size_t stream_header_size_bytes = 48;
 inline constexpr std::uint32_t min_chunk_values = 32;
-inline constexpr std::uint32_t max_chunk_values = 65536;
+/// The longest chunk of the format: 2^20 values, so that a chunk's blocks (32768) are named by the u16
+/// block numbers of its exception section. Each pipeline allows what its encoder codes
+/// (encode::max_chunk_values_of): the context coder's chunk sections have 32-bit sizes and take all of
+/// it; the others stop at common_max_chunk_values.
+inline constexpr std::uint32_t max_chunk_values = 1u << 20;
+/// The longest chunk every encoder codes: Huffman's four streams have 16-bit sizes.
+inline constexpr std::uint32_t common_max_chunk_values = 65536;
 
 /// Byte 5 of a pipeline's stream: the stages follow in bytes 8-11.
 inline constexpr std::uint8_t pipeline_codec_kind = 0x80;
@@ -257,7 +263,7 @@ inline std::string describe(header_fault fault, const stream_header& h, std::spa
     case header_fault::chunk_count_unchunked:
       return "unchunked stream (chunk length 0) with a chunk count of " + std::to_string(h.chunk_count);
     case header_fault::bad_chunk_length:
-      return "chunk length " + std::to_string(h.chunk_values) + " is not a multiple of 32 in [32, 65536]";
+      return "chunk length " + std::to_string(h.chunk_values) + " is not a multiple of 32 in [32, 2^20]";
     case header_fault::bad_chunk_count:
       return "chunk count " + std::to_string(h.chunk_count) + " does not match value count " +
              std::to_string(h.count) + " in chunks of " + std::to_string(h.chunk_values);

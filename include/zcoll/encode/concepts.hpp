@@ -8,6 +8,7 @@
 #include <span>
 
 #include "zcoll/core/byte_io.hpp"
+#include "zcoll/core/stream_header.hpp"
 
 namespace zcoll::encode {
 
@@ -85,5 +86,17 @@ concept chunk_encoder =
       { E::encode_chunk(m, residuals, out) } -> std::same_as<std::optional<std::size_t>>;
       { E::decode_chunk(m, in, decoded) } -> std::same_as<std::size_t>;
     };
+
+/// The longest chunk an encoder codes: E::max_chunk_values where it declares one (the context coder,
+/// whose chunk sections have 32-bit sizes), else zcoll::common_max_chunk_values.
+template <class E>
+inline constexpr std::uint32_t max_chunk_values_of = [] {
+  if constexpr (requires { E::max_chunk_values; }) {
+    static_assert(E::max_chunk_values <= zcoll::max_chunk_values, "an encoder's chunks fit the stream format");
+    return std::uint32_t{E::max_chunk_values};
+  } else {
+    return zcoll::common_max_chunk_values;
+  }
+}();
 
 }  // namespace zcoll::encode

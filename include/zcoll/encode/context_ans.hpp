@@ -70,6 +70,9 @@ struct ContextAns {
   static constexpr const char* name = "context-ans";
   static constexpr bool needs_statistics = true;
   static constexpr std::size_t max_model_bytes = detail::context_ans_max_model_bytes;
+  /// Chunks of up to the format's 2^20 values: the chunk's sections have 32-bit sizes, and a longer chunk
+  /// lets an interpolation predictor walk more levels before a chunk's edge (docs/performance.md).
+  static constexpr std::uint32_t max_chunk_values = zcoll::max_chunk_values;
 
   using statistics = detail::context_ans_statistics;
   using model = detail::context_ans_model;

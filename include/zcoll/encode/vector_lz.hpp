@@ -420,7 +420,7 @@ struct VectorLZ {
   static model read_model(byte_reader& in) {
     const auto dim = in.read<std::uint32_t>("vector-lz model: vector length");
     const auto window = in.read<std::uint8_t>("vector-lz model: match window");
-    if (dim < 1 || dim > max_chunk_values) {
+    if (dim < 1 || dim > common_max_chunk_values) {
       throw format_error("vector-lz model: vector length " + std::to_string(dim) + " is outside 1..65536");
     }
     if (window < 1) throw format_error("vector-lz model: match window 0 is outside 1..255");
@@ -489,7 +489,7 @@ struct VectorLZ {
   /// Per-thread scratch for the literal residuals of one chunk (at most 65536 values).
   template <class V>
   static V* literal_scratch() {
-    thread_local std::vector<V> scratch(max_chunk_values);
+    thread_local std::vector<V> scratch(common_max_chunk_values);
     return scratch.data();
   }
 

@@ -342,24 +342,41 @@ struct Interpolation {
     return p;
   }
 
-  /// The chunk length when codec_config::chunk_values is 0, for chunks of at most `longest` values: the
-  /// most whole planes (the last two extents of a `shape` of three axes or more) that fit and make a
-  /// multiple of 32 values (at least half of `longest`: twice fewer planes would fit too); else
-  /// `longest`. A chunk that ends inside a plane holds a partial plane that the walk predicts from fewer
-  /// neighbours, and a 2-D walk over a volume's rows predicts across the planes' edges, where the rows
-  /// on either side lie far apart in the field; a chunk edge costs least there. On the ECHAM5 field
-  /// (17 x 96 x 192) at relative 1e-2, chunks of three planes (55296 values) instead of 65536 take
-  /// HighRatio's ratio from 54.80 to 56.34 on the 2-D walk and from 34.25 to 40.73 on the 3-D walk
-  /// (docs/performance.md, "Fifth round").
+  /// The longest default chunk of a volume: its walk fits the core's cache.
+  static constexpr std::uint32_t short_chunk_values = 65536;
+
+  /// The chunk length when codec_config::chunk_values is 0, for an encoder that codes chunks of at most
+  /// `longest` values (2^20 for the context coder).
+  ///
+  /// - A volume (a `shape` of three axes or more): the most whole planes (the last two extents) that fit
+  ///   in short_chunk_values (or `longest`, if less) and make a multiple of 32; else that limit. A chunk that
+  ///   ends inside a plane holds a partial plane that the walk predicts from fewer neighbours, and a 2-D
+  ///   walk over a volume's rows predicts across the planes' edges, where the rows on either side lie far
+  ///   apart in the field; a chunk edge costs least there. On the ECHAM5 field (17 x 96 x 192) at
+  ///   relative 1e-2, chunks of three planes (55296 values) instead of 65536 take HighRatio's ratio from
+  ///   54.80 to 56.34 on the 2-D walk and from 34.25 to 40.73 on the 3-D walk. More planes, up to 2^20
+  ///   values, change the ratios of the shared volumes by -4 % to +20 % and cost 3-27 % of the
+  ///   compression speed (a chunk's walk no longer fits the core's cache): not the default.
+  /// - A 2-D field (two axes, N >= 2): the whole field where it fits in `longest` values (rounded up to a
+  ///   multiple of 32), else `longest`. 65536 values are only 43 rows of the Penobscot field (601 x 1501),
+  ///   whose walk then stops its levels across the rows at a stride of 32 and starts again at every
+  ///   chunk's edge; the whole field takes HighRatio's ratio at relative 1e-2 from 42.92 to 44.99, and
+  ///   costs 15 % of the compression speed (docs/performance.md, "Fifth round").
+  /// - Otherwise (a 1-D walk, or no shape): 65536 values, or `longest` if less.
   static std::uint32_t default_chunk_values(std::span<const std::size_t> shape, std::uint32_t longest) {
-    if (N < 2 || shape.size() < 3) return longest;
+    const std::uint32_t volume_limit = std::min(longest, short_chunk_values);
+    if (N < 2 || shape.size() < 2) return volume_limit;
     const std::size_t nx = shape[shape.size() - 1], ny = shape[shape.size() - 2];
-    if (nx == 0 || ny == 0 || nx > longest / ny) return longest;
+    if (shape.size() == 2) {
+      const bool fits = nx != 0 && ny != 0 && nx <= longest / ny;
+      return fits ? static_cast<std::uint32_t>((nx * ny + block_values - 1) / block_values * block_values) : longest;
+    }
+    if (nx == 0 || ny == 0 || nx > volume_limit / ny) return volume_limit;
     const std::size_t plane = nx * ny;
-    for (std::size_t planes = longest / plane; planes > 0; --planes) {
+    for (std::size_t planes = volume_limit / plane; planes > 0; --planes) {
       if (planes * plane % block_values == 0) return static_cast<std::uint32_t>(planes * plane);
     }
-    return longest;
+    return volume_limit;
   }
 
   static void write_parameters(const parameters& p, byte_writer& out) {

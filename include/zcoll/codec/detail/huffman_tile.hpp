@@ -75,7 +75,7 @@ ZCOLL_HOST_DEVICE inline decode_fault read_huffman_device_model(const std::byte*
     if (model_bytes < lz_bytes) return fail(decode_fault_code::bad_parameters, 0);
     std::memcpy(&model.dim, model_at, 4);
     model.window = std::to_integer<std::uint32_t>(model_at[4]);
-    if (model.dim < 1 || model.dim > max_chunk_values || model.window < 1) return fail(decode_fault_code::bad_parameters, 0);
+    if (model.dim < 1 || model.dim > common_max_chunk_values || model.window < 1) return fail(decode_fault_code::bad_parameters, 0);
     model_at += lz_bytes;
     model_bytes -= lz_bytes;
   }

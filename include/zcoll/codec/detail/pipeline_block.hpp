@@ -19,7 +19,6 @@ namespace zcoll::detail {
 enum class chunk_kind : std::uint8_t { coded = 0, verbatim = 1, coded_with_exceptions = 2 };
 enum class exception_type : std::uint8_t { fill_run = 0, masked_block = 1 };
 
-inline constexpr std::size_t max_blocks_per_chunk = max_chunk_values / block_values;
 inline constexpr std::size_t exception_entry_header_bytes = 5;
 inline constexpr std::size_t masked_block_mask_bytes = 8;
 

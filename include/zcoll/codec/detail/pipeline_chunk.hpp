@@ -42,8 +42,7 @@ struct pipeline_chunk {
     explicit coder_state(typename P::state p) : predictor(std::move(p)) {}
     typename P::state predictor;
     std::int32_t previous_code = 0;
-    std::size_t exception_count = 0;
-    block_exceptions exceptions[max_blocks_per_chunk];
+    std::vector<block_exceptions> exceptions;  // in block order
   };
 
   /// Quantizes and predicts block `b` of a chunk into 32 residuals (lanes past the chunk's end are 0),
@@ -59,7 +58,7 @@ struct pipeline_chunk {
         quantize_block<T>(quantizer, fill.has_value(), fill.value_or(0), values.data() + first, lanes, codes);
     if (e.any() != 0) {
       repeat_previous_code(codes, e.any(), state.previous_code);
-      state.exceptions[state.exception_count++] = {static_cast<std::uint16_t>(b), e.fill, e.outliers};
+      state.exceptions.push_back({static_cast<std::uint16_t>(b), e.fill, e.outliers});
     }
     state.previous_code = codes[block_values - 1];
     if constexpr (predicts_chunks) {
@@ -113,9 +112,7 @@ struct pipeline_chunk {
       // The prediction's targets: each value in code steps, or for a lane stored exactly its code (which
       // repeats the code before it).
       std::vector<block_mask> exact(blocks, 0);
-      for (std::size_t e = 0; e < state.exception_count; ++e) {
-        exact[state.exceptions[e].block] = state.exceptions[e].fill | state.exceptions[e].outliers;
-      }
+      for (const block_exceptions& e : state.exceptions) exact[e.block] = e.fill | e.outliers;
       const double steps_per_unit = 1.0 / static_cast<double>(codes.step());
       const auto target = [&](std::size_t i) {
         if ((exact[i / block_values] >> (i % block_values)) & 1u) return static_cast<double>(residuals[i]);
@@ -154,7 +151,7 @@ struct pipeline_chunk {
       codes.dequantize(reconstructed + first, x_prime, lanes);
       zcoll::detail::materialize(x_prime);
       block_exceptions e{static_cast<std::uint16_t>(b), 0, 0};
-      if (next < state.exception_count && state.exceptions[next].block == b) e = state.exceptions[next++];
+      if (next < state.exceptions.size() && state.exceptions[next].block == b) e = state.exceptions[next++];
       const block_mask valid = lanes == block_values ? ~block_mask{0} : (block_mask{1} << lanes) - 1;
       block_mask missed = ~quantizer.lanes_within(x, x_prime) & valid & ~(e.fill | e.outliers);
       for (block_mask rejected = missed; rejected != 0; rejected &= rejected - 1) {
@@ -165,9 +162,7 @@ struct pipeline_chunk {
       e.outliers |= missed;
       if ((e.fill | e.outliers) != 0) merged.push_back(e);
     }
-    if (!missed_any) return;
-    std::copy(merged.begin(), merged.end(), state.exceptions);
-    state.exception_count = merged.size();
+    if (missed_any) state.exceptions = std::move(merged);
   }
 
   /// Writes one chunk at `out` (room for 1 + values.size() * sizeof(T) bytes) with a block encoder;
@@ -195,7 +190,7 @@ struct pipeline_chunk {
         cursor += size;
       }
     }
-    return finish_chunk(std::span(state.exceptions, state.exception_count), values, out, cursor, limit);
+    return finish_chunk(std::span<const block_exceptions>(state.exceptions), values, out, cursor, limit);
   }
 
   /// Writes one chunk at `out` with a chunk encoder, given scratch for the chunk's residuals.
@@ -205,7 +200,7 @@ struct pipeline_chunk {
                                     const Model& model, std::int32_t* residuals) {
     if (!codes_usable(quantizer)) return write_verbatim(values, out);
     residuals_of_chunk(quantizer, fill, values, state, residuals);
-    return code_chunk(values, out, model, residuals, std::span(state.exceptions, state.exception_count));
+    return code_chunk(values, out, model, residuals, std::span<const block_exceptions>(state.exceptions));
   }
 
   /// Writes one chunk at `out` with a chunk encoder from its residuals and exceptions.

@@ -134,7 +134,7 @@ class context_ans_statistics {
     context_ans_symbols(residuals, symbols);
     // Four tables of counts, taking turns: consecutive residuals often share a symbol (the zeros of a
     // coarse bound), and one table would chain each increment to the store of the one before. (32-bit
-    // counts: a chunk holds at most 65536 residuals.)
+    // counts: a chunk holds at most 2^20 residuals.)
     std::vector<std::uint32_t> partial(4 * counts_.size(), 0);
     const std::size_t quads = symbols.size() / 4 * 4;
     for (std::size_t i = 0; i < quads; i += 4) {
