@@ -345,10 +345,10 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
                                     exec::worker_count(exec, chunks), E::needs_statistics && chunk::codes_usable(quantizer));
       regions = cache.first_slot_offset();
       region_stride = cache.slot_stride();
-      const auto model = build_model<T>(exec, quantizer, fill, chunks, chunk_of, state_of, cache);
+      const auto model = build_model<T>(exec, quantizer, fill, count, chunks, chunk_of, state_of, cache);
       prefix_bytes += write_parameter_section(grid, model, out.subspan(prefix_bytes));
       exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
-        std::vector<std::int32_t> scratch(chunk_values);
+        detail::residual_scratch<std::int32_t> scratch(count, chunk_values);
         typename B::context backend;
         std::byte* cursor = region_of(begin);
         for (std::size_t c = begin; c < end; ++c) {
@@ -358,13 +358,13 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
             const std::int32_t* residuals = cache.slot(c);
             // A chunk written from `cursor` may reach its own slot: read the residuals out of it first.
             if (cursor + chunk_capacity > reinterpret_cast<const std::byte*>(residuals)) {
-              std::copy_n(residuals, values.size(), scratch.data());
-              residuals = scratch.data();
+              std::copy_n(residuals, values.size(), scratch.get());
+              residuals = scratch.get();
             }
             size = chunk::code_chunk(values, cursor, model, residuals, cache.exceptions(c));
           } else {
             auto state = state_of(c);
-            size = chunk::compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, scratch.data());
+            size = chunk::compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, scratch.get());
           }
           size = pack_chunk(backend, cursor, size);
           const auto size32 = static_cast<std::uint32_t>(size);
@@ -534,20 +534,20 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
   template <floating_value T, class BlockQuantizer, class ChunkOf, class StateOf>
     requires codes_chunks
   auto build_model(const exec::Host& exec, const BlockQuantizer& quantizer, const std::optional<bits_of<T>>& fill,
-                   std::size_t chunks, const ChunkOf& chunk_of, const StateOf& state_of,
+                   std::size_t count, std::size_t chunks, const ChunkOf& chunk_of, const StateOf& state_of,
                    detail::chunk_residuals& cache) const {
     typename E::statistics statistics;
     if (E::needs_statistics && chunk::codes_usable(quantizer) && chunks > 0) {
       std::vector<typename E::statistics> partial(exec::worker_count(exec, chunks));
       exec::for_each_range(exec, chunks, [&](std::size_t worker, std::size_t begin, std::size_t end) {
-        std::vector<std::int32_t> scratch(config_.chunk_values);
+        detail::residual_scratch<std::int32_t> scratch(count, config_.chunk_values);
         for (std::size_t c = begin; c < end; ++c) {
           const std::span<const T> values = chunk_of(c);
           auto state = state_of(c);
           // Straight into the slot, which has room for whole chunks; a shorter last chunk's blocks are
           // padded past its slot's room, so they go through scratch.
           const bool whole = values.size() == config_.chunk_values;
-          std::int32_t* residuals = cache.kept() && whole ? cache.slot(c) : scratch.data();
+          std::int32_t* residuals = cache.kept() && whole ? cache.slot(c) : scratch.get();
           chunk::residuals_of_chunk(quantizer, fill, values, state, residuals);
           const std::span<const std::int32_t> kept(residuals, values.size());
           if (cache.kept()) cache.keep(c, kept, state.exceptions);
@@ -594,7 +594,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
     const auto& grid = parameters.first;
     const auto& model = parameters.second;
     exec::for_each_range(exec, header.chunk_count, [&](std::size_t, std::size_t begin, std::size_t end) {
-      std::vector<std::uint32_t> residuals(codes_chunks ? header.chunk_values : 0);
+      detail::residual_scratch<std::uint32_t> residuals(codes_chunks ? out.size() : 0, header.chunk_values);
       typename B::context backend;
       std::size_t offset = layout.chunk_offset(static_cast<std::uint32_t>(begin));
       for (std::size_t c = begin; c < end; ++c) {
@@ -602,8 +602,8 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
         const std::size_t first = c * header.chunk_values;
         const auto values = out.subspan(first, std::min<std::size_t>(header.chunk_values, out.size() - first));
         const auto bytes = backend.unpack(in.subspan(offset, size), 1 + std::size_t{header.chunk_values} * sizeof(T));
-        chunk::decompress_chunk(quantizer, fill, model, predictor_state(grid, first, header.chunk_values), residuals.data(),
-                                bytes, values, c);
+        chunk::decompress_chunk(quantizer, fill, model, predictor_state(grid, first, header.chunk_values),
+                                residuals.get(), bytes, values, c);
         offset += size;
       }
     });

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -66,7 +67,8 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
                                                            std::span<const std::int32_t> residuals,
                                                            std::span<std::byte> out) {
   const std::size_t count = residuals.size(), length = ans_segment_length(count);
-  std::vector<std::uint16_t> symbols(count);
+  const auto symbol_room = std::make_unique_for_overwrite<std::uint16_t[]>(count);  // not zeroed: all written
+  const std::span<std::uint16_t> symbols(symbol_room.get(), count);
   context_ans_symbols(residuals, symbols);
   std::uint64_t extra_bits = 0;
   std::size_t wide = 0;

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -130,7 +131,8 @@ class context_ans_statistics {
  public:
   /// Adds one chunk's residuals.
   void add(std::span<const std::int32_t> residuals) {
-    std::vector<std::uint16_t> symbols(residuals.size());
+    const auto symbol_room = std::make_unique_for_overwrite<std::uint16_t[]>(residuals.size());  // all written
+    const std::span<std::uint16_t> symbols(symbol_room.get(), residuals.size());
     context_ans_symbols(residuals, symbols);
     // Four tables of counts, taking turns: consecutive residuals often share a symbol (the zeros of a
     // coarse bound), and one table would chain each increment to the store of the one before. (32-bit
