@@ -355,13 +355,14 @@ struct Interpolation {
   ///   apart in the field; a chunk edge costs least there. On the ECHAM5 field (17 x 96 x 192) at
   ///   relative 1e-2, chunks of three planes (55296 values) instead of 65536 take HighRatio's ratio from
   ///   54.80 to 56.34 on the 2-D walk and from 34.25 to 40.73 on the 3-D walk. More planes, up to 2^20
-  ///   values, change the ratios of the shared volumes by -4 % to +20 % and cost 3-27 % of the
-  ///   compression speed (a chunk's walk no longer fits the core's cache): not the default.
+  ///   values, change the ratios of the shared volumes by -4.6 % to +20 % and cost 3-27 % of the
+  ///   compression speed (fresh pages for a long chunk's buffers on every call, a walk that no longer
+  ///   fits the core's cache): not the default.
   /// - A 2-D field (two axes, N >= 2): the whole field where it fits in `longest` values (rounded up to a
   ///   multiple of 32), else `longest`. 65536 values are only 43 rows of the Penobscot field (601 x 1501),
   ///   whose walk then stops its levels across the rows at a stride of 32 and starts again at every
   ///   chunk's edge; the whole field takes HighRatio's ratio at relative 1e-2 from 42.92 to 44.99, and
-  ///   costs 15 % of the compression speed (docs/performance.md, "Fifth round").
+  ///   compression runs at 0.68 times the speed (docs/performance.md, "Fifth round, third step").
   /// - Otherwise (a 1-D walk, or no shape): 65536 values, or `longest` if less.
   static std::uint32_t default_chunk_values(std::span<const std::size_t> shape, std::uint32_t longest) {
     const std::uint32_t volume_limit = std::min(longest, short_chunk_values);

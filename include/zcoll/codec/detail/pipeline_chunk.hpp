@@ -32,8 +32,8 @@ namespace zcoll::detail {
 
 /// One worker's room for a chunk's residuals (R: int32 or uint32), allocated at its first use and not
 /// zeroed (each residual is written before it is read): a chunk, or the whole input rounded up to a
-/// block when that is less, so that a short input does not pay for a long chunk's room. Zeroing a
-/// fresh chunk of 2^20 values cost a tenth of HighRatio's time on a 3.6 MB field.
+/// block when that is less, so that a short input does not pay for a long chunk's room (HighRatio on a
+/// 32 KB field decompresses 5-10 % faster for it; docs/performance.md).
 template <class R>
 class residual_scratch {
  public:
