@@ -23,6 +23,11 @@ namespace zcoll {
 /// Values per block: the unit of sign bits, bit planes and exception masks (fZ-light / cuSZp layout).
 inline constexpr std::size_t block_values = 32;
 
+/// `values` rounded up to whole blocks: the room of a chunk whose last block is partial.
+ZCOLL_HOST_DEVICE constexpr std::size_t padded_to_blocks(std::size_t values) {
+  return (values + block_values - 1) / block_values * block_values;
+}
+
 /// One bit per lane of a block.
 using block_mask = std::uint32_t;
 

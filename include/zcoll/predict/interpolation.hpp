@@ -370,7 +370,7 @@ struct Interpolation {
     const std::size_t nx = shape[shape.size() - 1], ny = shape[shape.size() - 2];
     if (shape.size() == 2) {
       const bool fits = nx != 0 && ny != 0 && nx <= longest / ny;
-      return fits ? static_cast<std::uint32_t>((nx * ny + block_values - 1) / block_values * block_values) : longest;
+      return fits ? static_cast<std::uint32_t>(padded_to_blocks(nx * ny)) : longest;
     }
     if (nx == 0 || ny == 0 || nx > volume_limit / ny) return volume_limit;
     const std::size_t plane = nx * ny;

@@ -69,16 +69,16 @@ namespace zcoll::detail {
 template <floating_value T>
 struct chunk_sum_buffers {
   explicit chunk_sum_buffers(std::size_t chunk_values)
-      : residuals_a(buffer<std::uint32_t>(padded(chunk_values))), residuals_b(buffer<std::uint32_t>(padded(chunk_values))),
-        residuals_sum(buffer<std::uint32_t>(padded(chunk_values))), values_a(buffer<T>(chunk_values)),
-        values_b(buffer<T>(chunk_values)), sums(buffer<T>(padded(chunk_values))),
-        lanes_a(buffer<block_mask>(padded(chunk_values) / block_values)),
-        lanes_b(buffer<block_mask>(padded(chunk_values) / block_values)),
-        outliers_a(buffer<block_mask>(padded(chunk_values) / block_values)),
-        outliers_b(buffer<block_mask>(padded(chunk_values) / block_values)) {
-    exceptions.reserve(padded(chunk_values) / block_values);
+      : residuals_a(buffer<std::uint32_t>(padded_to_blocks(chunk_values))),
+        residuals_b(buffer<std::uint32_t>(padded_to_blocks(chunk_values))),
+        residuals_sum(buffer<std::uint32_t>(padded_to_blocks(chunk_values))), values_a(buffer<T>(chunk_values)),
+        values_b(buffer<T>(chunk_values)), sums(buffer<T>(padded_to_blocks(chunk_values))),
+        lanes_a(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
+        lanes_b(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
+        outliers_a(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
+        outliers_b(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)) {
+    exceptions.reserve(padded_to_blocks(chunk_values) / block_values);
   }
-  static std::size_t padded(std::size_t values) { return (values + block_values - 1) / block_values * block_values; }
   template <class U>
   static std::unique_ptr<U[]> buffer(std::size_t size) { return std::make_unique_for_overwrite<U[]>(size); }
 
@@ -421,7 +421,7 @@ struct pipeline_add {
                                               s.lanes_b.get(), s.outliers_b.get(), chunk_number);
     for (std::size_t i = 0; i < n; ++i) s.sums[i] = lane_sum(s.values_a[i], s.values_b[i]);
     // The fill test below reads whole blocks.
-    std::fill(s.sums.get() + n, s.sums.get() + chunk_sum_buffers<T>::padded(n), T(0));
+    std::fill(s.sums.get() + n, s.sums.get() + padded_to_blocks(n), T(0));
     const std::span<const T> sums(s.sums.get(), n);
     if (kind_a == chunk_kind::verbatim || kind_b == chunk_kind::verbatim) return chunk::write_verbatim(sums, out);
 

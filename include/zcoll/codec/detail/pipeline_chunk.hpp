@@ -38,7 +38,7 @@ template <class R>
 class residual_scratch {
  public:
   residual_scratch(std::size_t count, std::uint32_t chunk_values)
-      : values_(std::min<std::size_t>(chunk_values, (count + block_values - 1) / block_values * block_values)) {}
+      : values_(std::min<std::size_t>(chunk_values, padded_to_blocks(count))) {}
   R* get() {
     if (!room_) room_ = std::make_unique_for_overwrite<R[]>(values_);
     return room_.get();

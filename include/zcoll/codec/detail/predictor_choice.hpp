@@ -67,7 +67,7 @@ Parameters choose_predictor_parameters(const std::array<Parameters, K>& candidat
   for (std::size_t k = 0; k < K; ++k) {
     double bits = 0.0;
     for (const auto& [first, length] : sample) {
-      residuals.assign((length + block_values - 1) / block_values * block_values, 0);
+      residuals.assign(padded_to_blocks(length), 0);
       residuals_of(candidates[k], first, length, residuals.data());
       bits += residual_cost_bits(std::span<const std::int32_t>(residuals.data(), length));
     }
