@@ -23,6 +23,8 @@ bool cpu_supports(const std::string& feature) {
   if (feature == "avx512f") return __builtin_cpu_supports("avx512f");
   if (feature == "avx512bw") return __builtin_cpu_supports("avx512bw");
   if (feature == "avx512vl") return __builtin_cpu_supports("avx512vl");
+  if (feature == "avx512vbmi") return __builtin_cpu_supports("avx512vbmi");
+  if (feature == "gfni") return __builtin_cpu_supports("gfni");
 #endif
   std::fprintf(stderr, "zcoll-tests: cannot check CPU feature '%s'\n", feature.c_str());
   return false;

@@ -19,6 +19,10 @@
 /// - AVX-512 form, where the CPU has it, for blocks of 7 to 14 planes (the widths at relative 1e-4): the
 ///   16 planes in one vector, so one scan of four steps and no carry between vectors (docs/performance.md,
 ///   issue 19's third round). Up to 6 planes the one-vector AVX2 form stays: it is as fast or faster there.
+/// - GFNI form, where the CPU also has AVX-512 BW, VBMI and GFNI (Ice Lake and later, Zen 4 and later), for
+///   blocks of up to 14 planes: no carries at all; the planes become 16-bit lanes by GFNI's 8x8 bit
+///   transposes, add as integers and go back (1.5-1.8x the add of the forms above: docs/performance.md,
+///   issue 19's sixth round).
 ///
 /// Every function of the vector forms is forced inline: in a large translation unit (zcoll-bench's) GCC's
 /// growth limits left them as calls inside the add's block loop, which then kept its cursors in memory
@@ -28,6 +32,7 @@
 /// (tests/encode/bitshuffle_test.cpp checks every width against every width, and arbitrary bytes); on the
 /// planes only where that sum cannot wrap (both blocks at most 30 planes).
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -261,6 +266,85 @@ struct bitshuffle_avx512_sum {
 };
 #endif
 
+#if ZCOLL_HAS_AVX512_GFNI
+/// bitshuffle_add_blocks with GFNI for blocks of at most 14 planes, where the CPU has it: instead of a
+/// carry scan across the planes, each block's planes become 32 lanes of 16 bits (a byte permutation, one
+/// 8x8 bit transpose a qword, a byte permutation), the lanes add as integers, and the sum's magnitudes
+/// go back to planes the same way: six byte permutations and three transposes a block pair where the
+/// AVX-512 scan takes 23 lane permutes (docs/performance.md, issue 19's sixth round: 1.6x the block sum).
+/// Over 14 planes |a| + |b| < 2^15, so the sum fits a signed 16-bit lane. The same bytes as the other forms.
+struct bitshuffle_gfni_sum {
+  static constexpr unsigned max_planes = 14;
+
+  /// GFNI's affine transform with the data as the matrix and bit i as the vector of byte i: byte i of a
+  /// qword gets bit i of its 8 bytes, bit b from byte 7 - b (a transpose with the rows reversed, which
+  /// the byte permutations around it undo).
+  ZCOLL_ALWAYS_INLINE static __m512i transpose_qwords(__m512i x) {
+    return _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201), x, 0);
+  }
+
+  /// The byte permutations, as index tables (byte i of the result is byte table[i] of the source). Plane
+  /// p's byte k (lanes 8k..8k+7) sits at 4p + k in a block; qword 2k + h is the transpose's input for
+  /// lanes 8k..8k+7 and planes 8h..8h+7, lane l's 16 bits are bytes 2l, 2l + 1.
+  using table = std::array<std::uint8_t, 64>;
+  static constexpr table planes_to_qwords = [] {  // byte m of qword 2k + h: byte k of plane 8h + 7 - m
+    table t{};
+    for (int q = 0; q < 8; ++q)
+      for (int m = 0; m < 8; ++m) t[8 * q + m] = static_cast<std::uint8_t>(4 * (8 * (q % 2) + 7 - m) + q / 2);
+    return t;
+  }();
+  static constexpr table qwords_to_lanes = [] {  // lane 8k + i: byte i of qwords 2k (low) and 2k + 1
+    table t{};
+    for (int l = 0; l < 32; ++l) {
+      t[2 * l] = static_cast<std::uint8_t>(16 * (l / 8) + l % 8);
+      t[2 * l + 1] = static_cast<std::uint8_t>(16 * (l / 8) + 8 + l % 8);
+    }
+    return t;
+  }();
+  static constexpr table lanes_to_qwords = [] {  // byte m of qword 2k + h: byte h of lane 8k + 7 - m
+    table t{};
+    for (int q = 0; q < 8; ++q)
+      for (int m = 0; m < 8; ++m) t[8 * q + m] = static_cast<std::uint8_t>(2 * (8 * (q / 2) + 7 - m) + q % 2);
+    return t;
+  }();
+  static constexpr table qwords_to_planes = [] {  // byte k of plane 8h + i: byte i of qword 2k + h
+    table t{};
+    for (int p = 0; p < 16; ++p)
+      for (int k = 0; k < 4; ++k) t[4 * p + k] = static_cast<std::uint8_t>(8 * (2 * k + p / 8) + p % 8);
+    return t;
+  }();
+  /// The zero-masking form: GCC 12's unmasked one starts from an undefined vector and warns
+  /// (-Wmaybe-uninitialized) where it is inlined.
+  ZCOLL_ALWAYS_INLINE static __m512i permute(const table& t, __m512i v) {
+    return _mm512_maskz_permutexvar_epi8(~__mmask64{0}, _mm512_loadu_si512(t.data()), v);
+  }
+
+  /// The block at `block` (`planes` planes, signs `sign`) as 32 signed 16-bit lanes.
+  ZCOLL_ALWAYS_INLINE static __m512i lanes_of(const std::byte* block, unsigned planes, std::uint32_t sign) {
+    // A masked load: nothing past the block's planes is read.
+    const __m512i bits = _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << planes) - 1), block + 5);
+    const __m512i magnitude = permute(qwords_to_lanes, transpose_qwords(permute(planes_to_qwords, bits)));
+    return _mm512_mask_sub_epi16(magnitude, sign, _mm512_setzero_si512(), magnitude);
+  }
+
+  /// The sum's block at `out`; returns its size.
+  ZCOLL_ALWAYS_INLINE static std::size_t add(const std::byte* a, const std::byte* b, unsigned planes_a,
+                                             unsigned planes_b, std::uint32_t sign_a, std::uint32_t sign_b,
+                                             std::byte* out) {
+    const __m512i sum = _mm512_add_epi16(lanes_of(a, planes_a, sign_a), lanes_of(b, planes_b, sign_b));
+    const auto sign = static_cast<std::uint32_t>(_mm512_movepi16_mask(sum));  // set on the negative lanes only
+    const __m512i magnitude = _mm512_abs_epi16(sum);
+    const __m512i planes = permute(qwords_to_planes, transpose_qwords(permute(lanes_to_qwords, magnitude)));
+    const auto nonzero_planes = static_cast<unsigned>(_mm512_test_epi32_mask(planes, planes));
+    const auto used = static_cast<unsigned>(32 - zcoll::countl_zero(nonzero_planes));
+    out[0] = static_cast<std::byte>(used);
+    std::memcpy(out + 1, &sign, 4);
+    _mm512_storeu_si512(out + 5, planes);
+    return bitshuffle_block_bytes(used);
+  }
+};
+#endif
+
 /// The sum of blocks `a` and `b` decoded, added modulo 2^32 and encoded again: for blocks too wide to add
 /// on their planes without wrapping (and, with AVX2, for those wider than its vectors take: there the
 /// vector decoder and encoder are faster than a ripple over 15..30 planes).
@@ -283,7 +367,12 @@ ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_add_blocks(const st
                                                                        std::byte* ZCOLL_RESTRICT out) {
   const unsigned planes_a = std::to_integer<unsigned>(a[0]), planes_b = std::to_integer<unsigned>(b[0]);
   const unsigned width = planes_a > planes_b ? planes_a : planes_b;
-#if ZCOLL_HAS_AVX512
+#if ZCOLL_HAS_AVX512_GFNI
+  if (width > bitshuffle_gfni_sum::max_planes) return bitshuffle_add_decoded(a, b, out);
+  const std::uint32_t sign_a = planes_a > 0 ? bitshuffle_word(a + 1) : 0u;
+  const std::uint32_t sign_b = planes_b > 0 ? bitshuffle_word(b + 1) : 0u;
+  return bitshuffle_gfni_sum::add(a, b, planes_a, planes_b, sign_a, sign_b, out);
+#elif ZCOLL_HAS_AVX512
   // Up to 6 planes the one-vector AVX2 form is faster (a scan of three steps on half-width vectors).
   if (width > bitshuffle_avx512_sum::max_planes) return bitshuffle_add_decoded(a, b, out);
   const std::uint32_t sign_a = planes_a > 0 ? bitshuffle_word(a + 1) : 0u;
