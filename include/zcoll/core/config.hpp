@@ -43,9 +43,9 @@
 #define ZCOLL_HAS_AVX512_POPCOUNT 0
 #endif
 
-// AVX-512 BW and VBMI with GFNI (Ice Lake and later, Zen 4 and later): the sum of two bit-plane blocks
-// as 16-bit lanes, its planes turned into lanes and back by GFNI's 8x8 bit transposes
-// (encode/detail/bitshuffle_block_sum.hpp); tested by the native build on a CPU that has them and by the
+// AVX-512 BW and VBMI with GFNI (Ice Lake and later, Zen 4 and later): the bit-plane encoder, decoder
+// and sum of two blocks turn planes into 16-bit lanes and back by GFNI's 8x8 bit transposes
+// (encode/detail/bitshuffle_gfni.hpp); tested by the native build on a CPU that has them and by the
 // zcoll-tests-avx512gfni variant.
 #if ZCOLL_HAS_AVX512 && defined(__AVX512BW__) && defined(__AVX512VBMI__) && defined(__GFNI__)
 #define ZCOLL_HAS_AVX512_GFNI 1

@@ -19,6 +19,7 @@
 #include "zcoll/core/bits.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
+#include "zcoll/encode/detail/bitshuffle_gfni.hpp"
 
 namespace zcoll::encode::detail {
 
@@ -121,6 +122,32 @@ struct byte_slicing {
 /// Encodes 32 residuals at `out` (which has room for bitshuffle_max_block_bytes); returns bytes written.
 ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const std::int32_t* ZCOLL_RESTRICT residuals,
                                                         std::byte* ZCOLL_RESTRICT out) {
+#if ZCOLL_HAS_AVX512_GFNI
+  {
+    // Magnitudes below 2^16 (nearly every block): their planes by GFNI's transposes, no branch on the width
+    // within 0..16 planes; the 64 bytes of 16 planes are stored and the size says how many count. The
+    // residuals are read in the 8-lane vectors the predictor stored: a 16-lane load of what two 8-lane
+    // stores just wrote misses store-to-load forwarding (measured: it made compression 7 % slower, this
+    // way 2-14 % faster than the AVX2 form).
+    constexpr __mmask16 all = 0xFFFF;
+    const auto half = [&](int k) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(residuals + 8 * k)); };
+    const __m512i low = _mm512_maskz_inserti64x4(0xFF, _mm512_castsi256_si512(half(0)), half(1), 1);
+    const __m512i high = _mm512_maskz_inserti64x4(0xFF, _mm512_castsi256_si512(half(2)), half(3), 1);
+    const __m512i low_magnitude = _mm512_maskz_abs_epi32(all, low), high_magnitude = _mm512_maskz_abs_epi32(all, high);
+    const __m512i upper_half = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    if (_mm512_test_epi32_mask(_mm512_or_si512(low_magnitude, high_magnitude), upper_half) == 0) {
+      const __m512i zero = _mm512_setzero_si512();
+      const block_mask sign = static_cast<block_mask>(_mm512_cmplt_epi32_mask(low, zero)) |
+                              static_cast<block_mask>(_mm512_cmplt_epi32_mask(high, zero)) << 16;
+      const __m512i planes = gfni_planes::planes_of(low_magnitude, high_magnitude);
+      const unsigned used = gfni_planes::used_planes(planes);
+      out[0] = static_cast<std::byte>(used);
+      std::memcpy(out + 1, &sign, 4);
+      _mm512_storeu_si512(out + 5, planes);
+      return bitshuffle_block_bytes(used);
+    }
+  }
+#endif
 #if ZCOLL_HAS_AVX2
   // All in registers: magnitudes (vpabsd gives 2^31 for INT32_MIN, read as unsigned), sign bits by
   // vmovmskps, the bit width from the OR of the magnitudes, planes from the byte slices.
@@ -181,6 +208,19 @@ ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE std::size_t bitshuffle_encode_block(const 
 /// overflowing a signed integer.
 ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void bitshuffle_decode_block(unsigned planes, const std::byte* ZCOLL_RESTRICT in,
                                                  std::uint32_t* ZCOLL_RESTRICT residuals) {
+#if ZCOLL_HAS_AVX512_GFNI
+  if (planes <= gfni_planes::max_planes) {  // nearly every block: branch-free up to 16 planes, no byte slicing
+    const int has_planes = planes > 0 ? -1 : 0;
+    const auto sign = static_cast<block_mask>(
+        _mm_cvtsi128_si32(_mm_maskload_epi32(reinterpret_cast<const int*>(in + 1), _mm_setr_epi32(has_planes, 0, 0, 0))));
+    __m512i low, high;
+    gfni_planes::magnitudes(in + 5, planes, low, high);
+    const __m512i zero = _mm512_setzero_si512();
+    _mm512_storeu_si512(residuals, _mm512_mask_sub_epi32(low, static_cast<__mmask16>(sign), zero, low));
+    _mm512_storeu_si512(residuals + 16, _mm512_mask_sub_epi32(high, static_cast<__mmask16>(sign >> 16), zero, high));
+    return;
+  }
+#endif
 #if ZCOLL_HAS_AVX2
   // Branch-free up to 8 planes (zcoll-bench on the navy winds at 1e-2..1e-4: most blocks need at most
   // 8, and their number changes from block to block, so a branch on it mispredicts). Masked loads read nothing past

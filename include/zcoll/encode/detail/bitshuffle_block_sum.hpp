@@ -32,7 +32,6 @@
 /// (tests/encode/bitshuffle_test.cpp checks every width against every width, and arbitrary bytes); on the
 /// planes only where that sum cannot wrap (both blocks at most 30 planes).
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -276,54 +275,10 @@ struct bitshuffle_avx512_sum {
 struct bitshuffle_gfni_sum {
   static constexpr unsigned max_planes = 14;
 
-  /// GFNI's affine transform with the data as the matrix and bit i as the vector of byte i: byte i of a
-  /// qword gets bit i of its 8 bytes, bit b from byte 7 - b (a transpose with the rows reversed, which
-  /// the byte permutations around it undo).
-  ZCOLL_ALWAYS_INLINE static __m512i transpose_qwords(__m512i x) {
-    return _mm512_gf2p8affine_epi64_epi8(_mm512_set1_epi64(0x8040201008040201), x, 0);
-  }
-
-  /// The byte permutations, as index tables (byte i of the result is byte table[i] of the source). Plane
-  /// p's byte k (lanes 8k..8k+7) sits at 4p + k in a block; qword 2k + h is the transpose's input for
-  /// lanes 8k..8k+7 and planes 8h..8h+7, lane l's 16 bits are bytes 2l, 2l + 1.
-  using table = std::array<std::uint8_t, 64>;
-  static constexpr table planes_to_qwords = [] {  // byte m of qword 2k + h: byte k of plane 8h + 7 - m
-    table t{};
-    for (int q = 0; q < 8; ++q)
-      for (int m = 0; m < 8; ++m) t[8 * q + m] = static_cast<std::uint8_t>(4 * (8 * (q % 2) + 7 - m) + q / 2);
-    return t;
-  }();
-  static constexpr table qwords_to_lanes = [] {  // lane 8k + i: byte i of qwords 2k (low) and 2k + 1
-    table t{};
-    for (int l = 0; l < 32; ++l) {
-      t[2 * l] = static_cast<std::uint8_t>(16 * (l / 8) + l % 8);
-      t[2 * l + 1] = static_cast<std::uint8_t>(16 * (l / 8) + 8 + l % 8);
-    }
-    return t;
-  }();
-  static constexpr table lanes_to_qwords = [] {  // byte m of qword 2k + h: byte h of lane 8k + 7 - m
-    table t{};
-    for (int q = 0; q < 8; ++q)
-      for (int m = 0; m < 8; ++m) t[8 * q + m] = static_cast<std::uint8_t>(2 * (8 * (q / 2) + 7 - m) + q % 2);
-    return t;
-  }();
-  static constexpr table qwords_to_planes = [] {  // byte k of plane 8h + i: byte i of qword 2k + h
-    table t{};
-    for (int p = 0; p < 16; ++p)
-      for (int k = 0; k < 4; ++k) t[4 * p + k] = static_cast<std::uint8_t>(8 * (2 * k + p / 8) + p % 8);
-    return t;
-  }();
-  /// The zero-masking form: GCC 12's unmasked one starts from an undefined vector and warns
-  /// (-Wmaybe-uninitialized) where it is inlined.
-  ZCOLL_ALWAYS_INLINE static __m512i permute(const table& t, __m512i v) {
-    return _mm512_maskz_permutexvar_epi8(~__mmask64{0}, _mm512_loadu_si512(t.data()), v);
-  }
-
   /// The block at `block` (`planes` planes, signs `sign`) as 32 signed 16-bit lanes.
   ZCOLL_ALWAYS_INLINE static __m512i lanes_of(const std::byte* block, unsigned planes, std::uint32_t sign) {
     // A masked load: nothing past the block's planes is read.
-    const __m512i bits = _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << planes) - 1), block + 5);
-    const __m512i magnitude = permute(qwords_to_lanes, transpose_qwords(permute(planes_to_qwords, bits)));
+    const __m512i magnitude = gfni_planes::magnitudes(block + 5, planes);
     return _mm512_mask_sub_epi16(magnitude, sign, _mm512_setzero_si512(), magnitude);
   }
 
@@ -334,9 +289,8 @@ struct bitshuffle_gfni_sum {
     const __m512i sum = _mm512_add_epi16(lanes_of(a, planes_a, sign_a), lanes_of(b, planes_b, sign_b));
     const auto sign = static_cast<std::uint32_t>(_mm512_movepi16_mask(sum));  // set on the negative lanes only
     const __m512i magnitude = _mm512_abs_epi16(sum);
-    const __m512i planes = permute(qwords_to_planes, transpose_qwords(permute(lanes_to_qwords, magnitude)));
-    const auto nonzero_planes = static_cast<unsigned>(_mm512_test_epi32_mask(planes, planes));
-    const auto used = static_cast<unsigned>(32 - zcoll::countl_zero(nonzero_planes));
+    const __m512i planes = gfni_planes::planes_of(magnitude);
+    const unsigned used = gfni_planes::used_planes(planes);
     out[0] = static_cast<std::byte>(used);
     std::memcpy(out + 1, &sign, 4);
     _mm512_storeu_si512(out + 5, planes);
