@@ -287,14 +287,8 @@ struct bitshuffle_gfni_sum {
                                              unsigned planes_b, std::uint32_t sign_a, std::uint32_t sign_b,
                                              std::byte* out) {
     const __m512i sum = _mm512_add_epi16(lanes_of(a, planes_a, sign_a), lanes_of(b, planes_b, sign_b));
-    const auto sign = static_cast<std::uint32_t>(_mm512_movepi16_mask(sum));  // set on the negative lanes only
-    const __m512i magnitude = _mm512_abs_epi16(sum);
-    const __m512i planes = gfni_planes::planes_of(magnitude);
-    const unsigned used = gfni_planes::used_planes(planes);
-    out[0] = static_cast<std::byte>(used);
-    std::memcpy(out + 1, &sign, 4);
-    _mm512_storeu_si512(out + 5, planes);
-    return bitshuffle_block_bytes(used);
+    const auto sign = static_cast<block_mask>(_mm512_movepi16_mask(sum));  // set on the negative lanes only
+    return bitshuffle_store_gfni_block(gfni_planes::planes_of(_mm512_abs_epi16(sum)), sign, out);
   }
 };
 #endif
