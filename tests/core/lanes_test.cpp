@@ -20,10 +20,10 @@ static_assert(!ZCOLL_HAS_AVX2 && !ZCOLL_HAS_AVX512, "the portable variant must n
 static_assert(ZCOLL_HAS_AVX2 && !ZCOLL_HAS_AVX512, "the AVX2 variant must see AVX2 and not AVX-512");
 #elif defined(ZCOLL_TEST_EXPECT_AVX512)
 static_assert(ZCOLL_HAS_AVX2 && ZCOLL_HAS_AVX512 && !ZCOLL_HAS_AVX512_GFNI,
-              "the AVX-512 variant must see AVX2 and AVX-512 (F), and not GFNI's block sum");
+              "the AVX-512 variant must see AVX2 and AVX-512 (F), and not the GFNI bit-plane forms");
 #elif defined(ZCOLL_TEST_EXPECT_AVX512GFNI)
 static_assert(ZCOLL_HAS_AVX2 && ZCOLL_HAS_AVX512 && ZCOLL_HAS_AVX512_GFNI,
-              "the AVX-512 GFNI variant must see AVX2, AVX-512 and GFNI's block sum");
+              "the AVX-512 GFNI variant must see AVX2, AVX-512 and the GFNI bit-plane forms");
 #endif
 
 namespace {
