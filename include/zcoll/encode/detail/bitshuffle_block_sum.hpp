@@ -277,8 +277,7 @@ struct bitshuffle_gfni_sum {
 
   /// The block at `block` (`planes` planes, signs `sign`) as 32 signed 16-bit lanes.
   ZCOLL_ALWAYS_INLINE static __m512i lanes_of(const std::byte* block, unsigned planes, std::uint32_t sign) {
-    // A masked load: nothing past the block's planes is read.
-    const __m512i magnitude = gfni_planes::magnitudes(block + 5, planes);
+    const __m512i magnitude = gfni_planes::magnitudes(block + 5, planes);  // reads nothing past the planes
     return _mm512_mask_sub_epi16(magnitude, sign, _mm512_setzero_si512(), magnitude);
   }
 

@@ -18,6 +18,27 @@
 
 namespace zcoll::encode::detail {
 
+/// The byte permutation that puts byte h of lane l, as the transposes leave it (byte l % 8 of qword
+/// 2 (l / 8) + h), at byte stride * (l - first) + h, for `lanes` lanes from `first` on.
+constexpr std::array<std::uint8_t, 64> gfni_lanes_from_qwords(int stride, int first, int lanes) {
+  std::array<std::uint8_t, 64> t{};
+  for (int l = first; l < first + lanes; ++l) {
+    for (int h = 0; h < 2; ++h) t[stride * (l - first) + h] = static_cast<std::uint8_t>(8 * (2 * (l / 8) + h) + l % 8);
+  }
+  return t;
+}
+
+/// Its inverse for the transposes' input: byte m of qword 2k + h gets byte h of lane 8k + 7 - m, whose
+/// bytes start at stride * lane (16-bit lanes: stride 2; dwords in two vectors: stride 4, the second
+/// vector's bytes numbered 64.. in a two-source permutation).
+constexpr std::array<std::uint8_t, 64> gfni_qwords_from_lanes(int stride) {
+  std::array<std::uint8_t, 64> t{};
+  for (int q = 0; q < 8; ++q) {
+    for (int m = 0; m < 8; ++m) t[8 * q + m] = static_cast<std::uint8_t>(stride * (8 * (q / 2) + 7 - m) + q % 2);
+  }
+  return t;
+}
+
 struct gfni_planes {
   /// The widest block whose magnitudes fit the 16-bit lanes.
   static constexpr unsigned max_planes = 16;
@@ -31,26 +52,12 @@ struct gfni_planes {
 
   /// The byte permutations, as index tables (byte i of the result is byte table[i] of the source). Plane
   /// p's byte k (lanes 8k..8k+7) sits at 4p + k in a block; qword 2k + h is the transpose's input for
-  /// lanes 8k..8k+7 and planes 8h..8h+7; lane l's 16 bits are bytes 2l, 2l + 1.
+  /// lanes 8k..8k+7 and planes 8h..8h+7, and after the transpose holds byte h of each of those lanes.
   using table = std::array<std::uint8_t, 64>;
   static constexpr table planes_to_qwords = [] {  // byte m of qword 2k + h: byte k of plane 8h + 7 - m
     table t{};
     for (int q = 0; q < 8; ++q)
       for (int m = 0; m < 8; ++m) t[8 * q + m] = static_cast<std::uint8_t>(4 * (8 * (q % 2) + 7 - m) + q / 2);
-    return t;
-  }();
-  static constexpr table qwords_to_lanes = [] {  // lane 8k + i: byte i of qwords 2k (low) and 2k + 1
-    table t{};
-    for (int l = 0; l < 32; ++l) {
-      t[2 * l] = static_cast<std::uint8_t>(16 * (l / 8) + l % 8);
-      t[2 * l + 1] = static_cast<std::uint8_t>(16 * (l / 8) + 8 + l % 8);
-    }
-    return t;
-  }();
-  static constexpr table lanes_to_qwords = [] {  // byte m of qword 2k + h: byte h of lane 8k + 7 - m
-    table t{};
-    for (int q = 0; q < 8; ++q)
-      for (int m = 0; m < 8; ++m) t[8 * q + m] = static_cast<std::uint8_t>(2 * (8 * (q / 2) + 7 - m) + q % 2);
     return t;
   }();
   static constexpr table qwords_to_planes = [] {  // byte k of plane 8h + i: byte i of qword 2k + h
@@ -59,37 +66,15 @@ struct gfni_planes {
       for (int k = 0; k < 4; ++k) t[4 * p + k] = static_cast<std::uint8_t>(8 * (2 * k + p / 8) + p % 8);
     return t;
   }();
-
-  /// The decoder's: lane l's 16 bits (bytes i of qwords 2k, 2k + 1 for l = 8k + i) as the low half of dword
-  /// l - 16h, for the lanes of half h (the other bytes are zeroed by the permutation's mask).
-  static constexpr table qwords_to_low_dwords = [] {
-    table t{};
-    for (int l = 0; l < 16; ++l) {
-      t[4 * l] = static_cast<std::uint8_t>(16 * (l / 8) + l % 8);
-      t[4 * l + 1] = static_cast<std::uint8_t>(16 * (l / 8) + 8 + l % 8);
-    }
-    return t;
-  }();
-  static constexpr table qwords_to_high_dwords = [] {
-    table t{};
-    for (int l = 0; l < 16; ++l) {
-      t[4 * l] = static_cast<std::uint8_t>(32 + 16 * (l / 8) + l % 8);
-      t[4 * l + 1] = static_cast<std::uint8_t>(32 + 16 * (l / 8) + 8 + l % 8);
-    }
-    return t;
-  }();
-  /// The encoder's: lanes_to_qwords from two vectors of 16 dwords (lanes 0..15 and 16..31, each below
-  /// 2^16), one two-source permutation instead of narrowing them first.
-  static constexpr table dwords_to_qwords = [] {
-    table t{};
-    for (int q = 0; q < 8; ++q) {
-      for (int m = 0; m < 8; ++m) {
-        const int lane = 8 * (q / 2) + 7 - m, h = q % 2;
-        t[8 * q + m] = static_cast<std::uint8_t>(lane < 16 ? 4 * lane + h : 64 + 4 * (lane - 16) + h);
-      }
-    }
-    return t;
-  }();
+  /// The transposed lanes as 16-bit lanes (the sum), or as the low halves of 16 dwords, lanes 0..15 or
+  /// 16..31 (the decoder; the other bytes are zeroed by the permutation's mask).
+  static constexpr table qwords_to_lanes = gfni_lanes_from_qwords(2, 0, 32);
+  static constexpr table qwords_to_low_dwords = gfni_lanes_from_qwords(4, 0, 16);
+  static constexpr table qwords_to_high_dwords = gfni_lanes_from_qwords(4, 16, 16);
+  /// The transpose's input from 16-bit lanes (the sum), or from two vectors of 16 dwords below 2^16 (the
+  /// encoder: one two-source permutation instead of narrowing them first).
+  static constexpr table lanes_to_qwords = gfni_qwords_from_lanes(2);
+  static constexpr table dwords_to_qwords = gfni_qwords_from_lanes(4);
 
   /// The zero-masking form: GCC 12's unmasked one starts from an undefined vector and warns
   /// (-Wmaybe-uninitialized) where it is inlined.
