@@ -361,6 +361,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
               std::copy_n(residuals, values.size(), scratch.get());
               residuals = scratch.get();
             }
+            if (c + 1 < end) cache.prefetch(c + 1, chunk_of(c + 1).size());
             size = chunk::code_chunk(values, cursor, model, residuals, cache.exceptions(c));
           } else {
             auto state = state_of(c);

@@ -34,7 +34,8 @@ inline constexpr std::size_t ans_chunk_states_bytes = 4 * ans_segments;
 /// Writes the raw bits of the residuals in the coding order (round k: residual k of each segment of
 /// `length`) at `raw`, 32 at a time from a 64-bit accumulator; writes up to four bytes past them.
 /// `branch_free`: where many residuals have raw bits, every residual goes through the accumulator
-/// (with 0 bits or more); where few have, a branch skips the others, which it then predicts well.
+/// (with 0 bits or more); where few have, a branch skips the others, which it then predicts well, and a
+/// round whose four residuals have none is skipped with one test.
 inline void write_raw_bits(std::span<const std::int32_t> residuals, std::span<const std::uint16_t> symbols,
                            std::size_t length, bool branch_free, std::byte* raw) {
   std::uint64_t pending = 0;
@@ -50,9 +51,21 @@ inline void write_raw_bits(std::span<const std::int32_t> residuals, std::span<co
     pending >>= full;
     pending_bits -= full;
   };
-  for (std::size_t k = 0; k < length; ++k) {
-    for (std::size_t i = k; i < residuals.size(); i += length) {
-      if (branch_free || symbols[i] % ans_token_count >= ans_direct_tokens) put(i);
+  const auto has_raw_bits = [&](std::size_t i) { return branch_free || symbols[i] % ans_token_count >= ans_direct_tokens; };
+  // The rounds in which every segment has a residual, then the last ones.
+  const std::size_t count = residuals.size(), full_rounds = count >= 3 * length ? count - 3 * length : 0;
+  const std::uint16_t* const y = symbols.data();
+  static_assert(ans_direct_tokens == 16 && ans_token_count == 128, "a token >= 16 has a bit of 0x70");
+  std::size_t k = 0;
+  for (; k < full_rounds; ++k) {
+    if (!branch_free && ((y[k] | y[length + k] | y[2 * length + k] | y[3 * length + k]) & 0x70u) == 0) continue;
+    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
+      if (has_raw_bits(segment * length + k)) put(segment * length + k);
+    }
+  }
+  for (; k < length; ++k) {
+    for (std::size_t i = k; i < count; i += length) {
+      if (has_raw_bits(i)) put(i);
     }
   }
   for (; pending_bits > 0; pending_bits = pending_bits > 8 ? pending_bits - 8 : 0, pending >>= 8) {
