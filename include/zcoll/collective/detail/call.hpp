@@ -94,7 +94,7 @@ struct call_scratch {
 
   std::vector<std::byte> arena, staging;
   std::vector<wire::hop_header> out_headers, in_headers;  // a pipelined hop's (stable while in flight)
-  std::vector<std::vector<std::byte>> in_bytes;           // each received segment's stream
+  std::vector<stream_buffer> in_bytes;                    // each received segment's stream
   std::vector<block_location> blocks;
   std::vector<std::size_t> held_offsets;
   std::vector<std::span<std::byte>> direct;

@@ -192,6 +192,9 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, PieceWork&
   for (std::size_t k = 0; k < in.size(); ++k) incoming[k].count = pieces[in[k]].count;
   s.in_headers.assign(in.size(), wire::hop_header{});
   s.in_bytes.resize(std::max(s.in_bytes.size(), in.size()));
+  // A stream that is kept, not reduced, is forwarded by swapping its receive buffer into the piece:
+  // each receive buffer gets a pool buffer's room, so that buffers move between the two without growing.
+  for (std::size_t k = 0; k < in.size(); ++k) s.in_bytes[k].reserve(hops.template max_compressed_size<T>(pieces[in[k]].count));
   auto start = clock::now();
   for (std::size_t k = 0; k < in.size(); ++k) {
     incoming[k].header = call.transport().irecv_async(st.recv.peer, wire::size_tag, std::as_writable_bytes(std::span(&s.in_headers[k], 1)));
@@ -240,7 +243,7 @@ task<> homomorphic_hop(call_context& call, block_codec<Codec>& coder, PieceWork&
     stream_piece& p = pieces[in[k]];
     if (!st.recv.reduce || p.others.empty()) {
       check_incoming<Codec, T>(call, bytes, p.count, st.recv.peer);
-      next[k].assign(bytes.begin(), bytes.end());
+      next[k].swap(s.in_bytes[k]);  // the received buffer itself, not a copy; `bytes` still views it
       next_error[k] = theirs;
       if (!st.recv.reduce && !result.empty()) {  // finished: its own values are no longer read
         coder.template decode<T>(call, hops, bytes, result.subspan(p.lo, p.count), st.recv.peer);
