@@ -70,6 +70,9 @@ struct options {
   unsigned repeat = 5;
   std::uint32_t chunk_values = zcoll::codec_config{}.chunk_values;
   std::optional<double> fill_value;
+  /// --tuning: the codec_config::tuning of each row of a codec that picks predictor settings.
+  std::vector<zcoll::tuning_target> tunings = {zcoll::tuning_target::ratio};
+  zcoll::tuning_target tuning = zcoll::tuning_target::ratio;  ///< the row being measured
   std::string csv;
   std::string json;
   std::string decompressed_out;
@@ -137,6 +140,10 @@ codecs and bounds:
   --rel R1,R2,...       bounds relative to the value range (default 1e-3 if no bound is given)
   --fill VALUE          declare a fill value: the value of the data type nearest to VALUE (-1e34 on f32 data
                         is -9.99999979e+33; a note says which), stored exactly, left out of the range
+  --tuning T1,T2        codec_config::tuning of the codecs that pick their predictor's settings on a sample
+                        (HighRatio): ratio (the default: the fewest bytes within the bound) and/or
+                        rate-distortion (the least error for the bytes); a row each, the latter's codec
+                        name ending in (rate-distortion); other codecs have one row
   --chunk N             values per chunk (multiple of 32; default: each codec's, 4096, 65536 for 2-D/3-D
                         Lorenzo and HighRatio, HighRatio-2d/3d whole planes of --dims up to 65536 or a
                         2-D field whole up to 2^20 values; HighRatio takes up to 2^20, the others 65536)
@@ -238,6 +245,17 @@ options parse(int argc, char** argv) {
       for (const auto& b : split(value, ',')) o.bounds.push_back(zcoll::relative(parse_number(b, "--rel")));
     } else if (flag == "--fill") {
       o.fill_value = parse_number(value, "--fill");
+    } else if (flag == "--tuning") {
+      o.tunings.clear();
+      for (const auto& t : split(value, ',')) {
+        if (t == "ratio") {
+          o.tunings.push_back(zcoll::tuning_target::ratio);
+        } else if (t == "rate-distortion") {
+          o.tunings.push_back(zcoll::tuning_target::rate_distortion);
+        } else {
+          usage_error(fmt::format("--tuning: '{}' is neither ratio nor rate-distortion", t));
+        }
+      }
     } else if (flag == "--chunk") {
       o.chunk_values = static_cast<std::uint32_t>(parse_number(value, "--chunk"));
     } else if (flag == "--threads") {
@@ -468,8 +486,8 @@ template <class Codec, class T>
 row measure(const options& o, const dataset<T>& data, const zcoll::bound& bound, double memcpy_gb_per_s,
             std::vector<T>& restored) {
   const std::vector<T>& values = data.values;
-  const Codec codec(
-      {.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value, .shape = data.shape});
+  const Codec codec({.error_bound = bound, .chunk_values = o.chunk_values, .fill_value = o.fill_value,
+                     .shape = data.shape, .tuning = o.tuning});
   const zcoll::exec::Host exec{.threads = o.threads};
   std::vector<std::byte> stream(codec.template max_compressed_size<T>(values.size()));
   std::span<std::byte> written;
@@ -559,7 +577,18 @@ struct codec_entry {
   measure_fn<T> measure;
   bool uses_error_bound;
   std::string pipeline;
+  bool tunable;  ///< picks predictor settings on a sample (codec_config::tuning matters)
 };
+
+/// Whether codec_config::tuning matters to Codec: a pipeline whose chunk predictor has settings to pick.
+template <class Codec>
+constexpr bool tunable_codec() {
+  if constexpr (requires { typename Codec::predictor_type; }) {
+    return zcoll::predict::chunk_predictor<typename Codec::predictor_type>;
+  } else {
+    return false;
+  }
+}
 
 template <class T>
 const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
@@ -568,7 +597,7 @@ const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
     zcoll::for_each_registered_codec([&]<class Entry>() {
       using Codec = typename Entry::type;
       entries.emplace_back(std::string(Entry::name),
-                           codec_entry<T>{&measure<Codec, T>, Codec::uses_error_bound, Codec::name()});
+                           codec_entry<T>{&measure<Codec, T>, Codec::uses_error_bound, Codec::name(), tunable_codec<Codec>()});
     });
     return entries;
   }();
@@ -937,17 +966,24 @@ int run(const options& o) {
   for (const auto& name : names) {
     const auto entry = std::find_if(table.begin(), table.end(), [&](const auto& e) { return e.first == name; });
     if (entry == table.end()) usage_error(fmt::format("--codec: unknown codec '{}' (try --codec list)", name));
-    for (const auto& bound : o.bounds) {
-      try {
-        rows.push_back(on_device ? measure_on_device(name, o, input, bound, memcpy_gb_per_s, restored)
-                                 : entry->second.measure(o, input, bound, memcpy_gb_per_s, restored));
-      } catch (const zcoll::argument_error& e) {  // a row codec on flat data, say: the other rows still run
-        fmt::print("note: {} skipped: {}\n", name, e.what());
-        break;
-      }
-      if (!entry->second.uses_error_bound) {
-        rows.back().bound.assign(1, '-');  // lossless: one row, whatever the bounds
-        break;
+    // A codec that picks no predictor settings has one row a bound, whatever the tunings.
+    const std::size_t tunings = entry->second.tunable && !on_device ? o.tunings.size() : 1;
+    for (std::size_t t = 0; t < tunings; ++t) {
+      options tuned = o;
+      tuned.tuning = entry->second.tunable ? o.tunings[t] : zcoll::tuning_target::ratio;
+      for (const auto& bound : o.bounds) {
+        try {
+          rows.push_back(on_device ? measure_on_device(name, tuned, input, bound, memcpy_gb_per_s, restored)
+                                   : entry->second.measure(tuned, input, bound, memcpy_gb_per_s, restored));
+        } catch (const zcoll::argument_error& e) {  // a row codec on flat data, say: the other rows still run
+          fmt::print("note: {} skipped: {}\n", name, e.what());
+          break;
+        }
+        if (tuned.tuning == zcoll::tuning_target::rate_distortion) rows.back().codec += " (rate-distortion)";
+        if (!entry->second.uses_error_bound) {
+          rows.back().bound.assign(1, '-');  // lossless: one row, whatever the bounds
+          break;
+        }
       }
     }
   }

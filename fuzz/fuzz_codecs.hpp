@@ -136,10 +136,22 @@ std::ptrdiff_t first_violation(std::span<const T> in, std::span<const T> out, do
   return -1;
 }
 
+/// Codecs that pick their predictor's settings on a sample (HighRatio): codec_config::tuning matters.
+template <class Codec>
+constexpr bool tunable() {
+  if constexpr (requires { typename Codec::predictor_type; }) {
+    return zcoll::predict::chunk_predictor<typename Codec::predictor_type>;
+  } else {
+    return false;
+  }
+}
+
 template <class Entry, class T>
-violation round_trip(std::span<const T> values, double eb) {
+violation round_trip_tuned(std::span<const T> values, double eb, zcoll::tuning_target tuning) {
   using Codec = typename Entry::type;
-  const Codec codec{config_for<Entry>(eb)};
+  zcoll::codec_config config = config_for<Entry>(eb);
+  config.tuning = tuning;
+  const Codec codec{config};
   if constexpr (takes_rows<Entry>) values = values.first(values.size() / row_length * row_length);  // whole rows
   std::vector<std::byte> stream(codec.template max_compressed_size<T>(values.size()));
   std::span<const std::byte> written;
@@ -155,6 +167,15 @@ violation round_trip(std::span<const T> values, double eb) {
   const std::ptrdiff_t bad = first_violation<Codec, T>(values, restored, stated);
   const double value = bad >= 0 && values.size() == restored.size() ? static_cast<double>(values[static_cast<std::size_t>(bad)]) : 0.0;
   return {bad, value, stated, requested};
+}
+
+/// The round trip of `values` at the absolute bound `eb`; a codec that picks its predictor's settings
+/// also tuned for rate and distortion (other bin widths: another walk to check).
+template <class Entry, class T>
+violation round_trip(std::span<const T> values, double eb) {
+  const violation v = round_trip_tuned<Entry, T>(values, eb, zcoll::tuning_target::ratio);
+  if (v || !tunable<typename Entry::type>()) return v;
+  return round_trip_tuned<Entry, T>(values, eb, zcoll::tuning_target::rate_distortion);
 }
 
 /// A codec's targets, and the writer of its seed corpus (fuzz/seed_corpus.hpp).

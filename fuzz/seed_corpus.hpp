@@ -64,11 +64,33 @@ std::byte round_trip_header(int exponent) {
   return std::byte(static_cast<std::uint8_t>(((exponent + 24) << 1) | (sizeof(T) == 8 ? 1 : 0)));
 }
 
+/// The decode seed of `values` by `codec` as dir/decode/stem (and dir/add/stem, for a codec whose streams
+/// add); the files written (none for an input the codec refuses).
+template <class Entry, class T>
+int write_stream_seed(const fs::path& dir, const typename Entry::type& codec, std::span<const T> values,
+                      const std::string& stem) {
+  try {
+    std::vector<std::byte> stream(codec.template max_compressed_size<T>(values.size()));
+    const auto written = codec.compress(zcoll::exec::Host{}, values, std::span<std::byte>(stream));
+    write(dir / "decode" / stem, written);
+    if constexpr (zcoll::addable_codec<typename Entry::type>) {  // the add target starts from valid streams too
+      write(dir / "add" / stem, written);
+      return 2;
+    }
+    return 1;
+  } catch (const zcoll::argument_error&) {
+    return 0;  // an input this codec refuses: a round-trip seed only
+  }
+}
+
 template <class Entry, class T>
 int write_seeds(const fs::path& dir, const std::vector<seed_input<T>>& inputs) {
   int files = 0;
   for (const int exponent : {-20, -10, -4, 0}) {
-    const typename Entry::type codec{config_for<Entry>(std::ldexp(1.0, exponent))};
+    zcoll::codec_config config = config_for<Entry>(std::ldexp(1.0, exponent));
+    const typename Entry::type codec{config};
+    config.tuning = zcoll::tuning_target::rate_distortion;  // other bin widths in the stream
+    const typename Entry::type tuned{config};
     for (const auto& input : inputs) {
       std::span<const T> values(input.values);
       if constexpr (takes_rows<Entry>) values = values.first(values.size() / row_length * row_length);
@@ -78,18 +100,8 @@ int write_seeds(const fs::path& dir, const std::vector<seed_input<T>>& inputs) {
       round_trip.insert(round_trip.end(), raw.begin(), raw.end());
       write(dir / "round-trip" / stem, round_trip);
       ++files;
-      try {
-        std::vector<std::byte> stream(codec.template max_compressed_size<T>(values.size()));
-        const auto written = codec.compress(zcoll::exec::Host{}, values, std::span<std::byte>(stream));
-        write(dir / "decode" / stem, written);
-        ++files;
-        if constexpr (zcoll::addable_codec<typename Entry::type>) {  // the add target starts from valid streams too
-          write(dir / "add" / stem, written);
-          ++files;
-        }
-      } catch (const zcoll::argument_error&) {
-        // an input this codec refuses: a round-trip seed only
-      }
+      files += write_stream_seed<Entry, T>(dir, codec, values, stem);
+      if constexpr (tunable<typename Entry::type>()) files += write_stream_seed<Entry, T>(dir, tuned, values, stem + "-rd");
     }
   }
   return files;

@@ -55,6 +55,8 @@ compress:
   --fill V         a fill value (missing data) stored exactly and left out of the range: the value of
                    the data's type nearest to V
   --chunk N        values per chunk (a multiple of 32 in [32, 65536]; default: the codec's)
+  --tuning T       what HighRatio picks its predictor's settings for: ratio (the fewest bytes within the
+                   bound, the default) or rate-distortion (the least error for the bytes)
   --threads N      compression threads (default 1)
   -o FILE          the stream
 decompress:
@@ -82,6 +84,7 @@ struct options {
   std::string codec = "fzlight";
   std::optional<double> fill;
   std::uint32_t chunk_values = 0;
+  zcoll::tuning_target tuning = zcoll::tuning_target::ratio;
   unsigned threads = 1;
 };
 
@@ -162,6 +165,11 @@ options parse(int argc, char** argv) {
     } else if (flag == "--chunk") {
       o.chunk_values = static_cast<std::uint32_t>(parse_whole(value, "--chunk", 32, 65536));
       if (o.chunk_values % 32 != 0) usage_error(fmt::format("--chunk: {} is not a multiple of 32", value));
+    } else if (flag == "--tuning") {
+      if (value != "ratio" && value != "rate-distortion") {
+        usage_error(fmt::format("--tuning: '{}' is neither ratio nor rate-distortion", value));
+      }
+      o.tuning = value == "ratio" ? zcoll::tuning_target::ratio : zcoll::tuning_target::rate_distortion;
     } else if (flag == "--threads") {
       o.threads = static_cast<unsigned>(parse_whole(value, "--threads", 1, 1024));
     } else {
@@ -236,7 +244,7 @@ int compress(const options& o) {
       if (o.dims.size() < 2) usage_error(fmt::format("--codec {} works on rows: give --dims ROWS,ROW_LENGTH", o.codec));
     }
     const Codec codec({.error_bound = *o.error_bound, .chunk_values = o.chunk_values, .fill_value = o.fill,
-                       .shape = o.dims});
+                       .shape = o.dims, .tuning = o.tuning});
     std::vector<std::byte> stream(codec.template max_compressed_size<T>(values.size()));
     const auto start = std::chrono::steady_clock::now();
     const auto written = codec.compress(zcoll::exec::Host{.threads = o.threads}, std::span<const T>(values),

@@ -127,15 +127,16 @@ void bind_codecs(py::module_& m) {
   py::class_<codec_face, std::shared_ptr<codec_face>>(m, "Codec")
       .def(py::init([](const std::string& name, const std::string& bound_mode, double bound_value,
                        std::uint32_t chunk_values, std::optional<double> fill_value, std::vector<std::size_t> shape,
-                       unsigned threads) {
+                       unsigned threads, const std::string& tuning) {
              codec_config config{.error_bound = parse_bound(bound_mode, bound_value),
                                  .chunk_values = chunk_values,
                                  .fill_value = fill_value,
-                                 .shape = std::move(shape)};
+                                 .shape = std::move(shape),
+                                 .tuning = parse_tuning(tuning)};
              return make_codec(name, std::move(config), threads);
            }),
            py::arg("name"), py::arg("bound_mode"), py::arg("bound_value"), py::arg("chunk_values"),
-           py::arg("fill_value"), py::arg("shape"), py::arg("threads"))
+           py::arg("fill_value"), py::arg("shape"), py::arg("threads"), py::arg("tuning"))
       .def_property_readonly("name", &codec_face::name)
       .def_property_readonly("on_rows", &codec_face::on_rows)
       .def_property_readonly("chunk_values", [](const codec_face& c) { return c.config().chunk_values; })

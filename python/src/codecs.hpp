@@ -39,6 +39,13 @@ inline bound parse_bound(const std::string& mode, double value) {
   throw argument_error("error_bound: mode '" + mode + "'; expected 'absolute' or 'relative'");
 }
 
+/// codec_config::tuning from its name.
+inline tuning_target parse_tuning(const std::string& name) {
+  if (name == "ratio") return tuning_target::ratio;
+  if (name == "rate-distortion") return tuning_target::rate_distortion;
+  throw argument_error("tuning: '" + name + "'; expected 'ratio' or 'rate-distortion'");
+}
+
 void bind_codecs(py::module_& m);
 
 }  // namespace zcoll::python

@@ -76,19 +76,26 @@ class Codec:
     chunk_values: values per independent chunk (a multiple of 32, 0 for the codec's default);
     fill_value: a value stored exactly and left out of the relative range; shape: the data's extents,
     slowest first (row codecs need the row length last; 2-D/3-D predictors use it); threads: host
-    threads (the bytes do not depend on them).
+    threads (the bytes do not depend on them); tuning: what a codec that picks its predictor's settings
+    on a sample (HighRatio) picks them for, "ratio" (the fewest bytes within the bound, the default) or
+    "rate-distortion" (the least error for the bytes; others ignore it).
     """
 
-    def __init__(self, name, error_bound=None, *, chunk_values=0, fill_value=None, shape=None, threads=1):
+    def __init__(self, name, error_bound=None, *, chunk_values=0, fill_value=None, shape=None, threads=1,
+                 tuning="ratio"):
         if not isinstance(name, str):
             raise ArgumentError(f"name: a {type(name).__name__}; expected one of {', '.join(codec_names())}")
         bound = _check_bound(error_bound if error_bound is not None else lossless())
         if not isinstance(threads, int) or threads < 1:
             raise ArgumentError(f"threads: {threads!r}; expected an int >= 1")
+        if tuning not in ("ratio", "rate-distortion"):
+            raise ArgumentError(f"tuning: {tuning!r}; expected 'ratio' or 'rate-distortion'")
         self.error_bound = bound
+        self.tuning = tuning
         self.shape = tuple(int(d) for d in shape) if shape is not None else ()
         self._codec = _zcoll.Codec(name, bound.mode, bound.value, int(chunk_values),
-                                   None if fill_value is None else float(fill_value), list(self.shape), threads)
+                                   None if fill_value is None else float(fill_value), list(self.shape), threads,
+                                   tuning)
         self.name = name
         self.threads = threads
         self._device_settings = (int(chunk_values), None if fill_value is None else float(fill_value))

@@ -78,6 +78,9 @@ TEMPLATE_TEST_CASE("HighRatio: adversarial values, empty and short inputs, with 
       check_round_trip(zcoll::HighRatio<2>{config}, std::span<const T>(data), bits(fill));
       check_round_trip(zcoll::HighRatio<3>{config}, std::span<const T>(data), bits(fill));
       check_round_trip(zcoll::LorenzoHuffman<2>{config}, std::span<const T>(data), bits(fill));
+      config.tuning = zcoll::tuning_target::rate_distortion;
+      check_round_trip(zcoll::HighRatio<2>{config}, std::span<const T>(data), bits(fill));
+      check_round_trip(zcoll::HighRatio<3>{config}, std::span<const T>(data), bits(fill));
     }
     if (n == 4097) {  // 17 rows of 241
       zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .fill_value = static_cast<double>(fill),
@@ -279,26 +282,73 @@ TEST_CASE("HighRatio: the compressor picks the walk that codes a field best", "[
 
 TEST_CASE("HighRatio: the sample's cheapest candidate is chosen", "[codec][high-ratio]") {
   // Candidate k predicts residuals spread over 4^k values: the cost grows with k, except that the
-  // candidate at place 2 is made the cheapest (all zeros).
+  // candidate at place 2 is made the cheapest (all zeros). Its error: 10^6 for the spread 0.
   const std::array<int, 4> candidates = {3, 1, 0, 2};
   std::vector<std::pair<std::size_t, std::size_t>> asked;
-  const auto residuals_of = [&](int spread, std::size_t first, std::size_t length, std::int32_t* out) {
+  const auto trial = [&](int spread, std::size_t first, std::size_t length, std::int32_t* out) {
     asked.emplace_back(first, length);
     std::mt19937_64 rng(first);
     for (std::size_t i = 0; i < length; ++i) out[i] = spread == 0 ? 0 : static_cast<std::int32_t>(rng() % (1u << (2 * spread)));
+    return spread == 0 ? 1e6 : 0.0;
   };
-  CHECK(zcoll::detail::choose_predictor_parameters(candidates, 10'000'000, residuals_of) == 0);
+  const auto choose = [&](std::size_t count, double error_weight) {
+    return zcoll::detail::choose_predictor_parameters(candidates, zcoll::detail::predictor_sample(count), error_weight, trial);
+  };
+  CHECK(choose(10'000'000, 0.0) == 0);
   // The sample: 16 pieces of 16384 values spread over the input, the same for every candidate.
   REQUIRE(asked.size() == 4 * 16);
   CHECK(asked.front() == std::pair<std::size_t, std::size_t>{0, 16384});
   CHECK(asked[15].first == 15 * 10'000'000 / 16);
   // A short input is its own sample.
   asked.clear();
-  CHECK(zcoll::detail::choose_predictor_parameters(candidates, 1000, residuals_of) == 0);
+  CHECK(choose(1000, 0.0) == 0);
   CHECK(asked.front() == std::pair<std::size_t, std::size_t>{0, 1000});
+  // Weighed with its error, the spread 0 costs more than the spread 1's two bits a value (2000 bits in
+  // all, about), and less when an error costs less than a bit.
+  CHECK(choose(1000, 1.0) == 1);
+  CHECK(choose(1000, 1e-4) == 0);
   CHECK(zcoll::detail::residual_cost_bits(std::vector<std::int32_t>(100, 7)) == 0.0);
   CHECK(zcoll::detail::residual_cost_bits(std::vector<std::int32_t>{0, 1, 0, 1}) == 4.0);
   CHECK(zcoll::detail::residual_cost_bits(std::vector<std::int32_t>{1 << 20}) == 32.0);
+}
+
+TEST_CASE("HighRatio: tuned for rate and distortion, a coarse bound narrows the coarse levels' bins",
+          "[codec][high-ratio]") {
+  // A smooth 2-D field at relative 1e-2: most residuals are 0, and the reconstruction's error comes from
+  // the predictions; narrower bins on the coarse levels make them better, for a few more bits there.
+  const auto field = smooth_field<float>(1, 384, 384);
+  zcoll::codec_config config = grid_config(1e-2, {384, 384});
+  const zcoll::HighRatio<2> for_ratio{config};
+  config.tuning = zcoll::tuning_target::rate_distortion;
+  const zcoll::HighRatio<2> for_quality{config};
+  const auto widths_of = [](const std::vector<std::byte>& stream) {
+    const auto layout = zcoll::read_stream_layout(stream, true);
+    zcoll::predict::level_width_table widths{};
+    for (std::size_t l = 0; l < widths.size(); ++l) widths[l] = std::to_integer<std::uint8_t>(layout.parameters[21 + l]);
+    return widths;
+  };
+  const auto squared_error = [&](const std::vector<float>& restored) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < field.size(); ++i) sum += std::pow(static_cast<double>(field[i]) - restored[i], 2.0);
+    return sum;
+  };
+  const auto plain = check_round_trip(for_ratio, std::span<const float>(field));
+  const auto tuned = check_round_trip(for_quality, std::span<const float>(field));
+  CHECK(widths_of(plain.stream) == zcoll::predict::uniform_widths);
+  const auto narrowed = widths_of(tuned.stream);
+  INFO("level widths " << int{narrowed[0]} << ", " << int{narrowed[1]} << ", " << int{narrowed[2]} << ", " << int{narrowed[3]});
+  CHECK(narrowed != zcoll::predict::uniform_widths);
+  // Less error, more bytes, the same bound.
+  CHECK(squared_error(tuned.restored) < 0.8 * squared_error(plain.restored));
+  CHECK(tuned.stream.size() > plain.stream.size());
+  CHECK(tuned.header.error_bound == plain.header.error_bound);
+  // The tuning is the compressor's: any HighRatio<2> decodes either stream, to the same values.
+  CHECK(for_ratio.decompress<float>(tuned.stream) == tuned.restored);
+  // At a fine bound the predictions are good to within a bin already: uniform bins again.
+  config.error_bound = zcoll::relative(1e-5);
+  CHECK(widths_of(zcoll::HighRatio<2>{config}.compress(field)) == zcoll::predict::uniform_widths);
+  // Threads, truncations and bit flips, on the narrowed walk.
+  check_threads_and_damage(for_quality, field, 200);
 }
 
 TEST_CASE("HighRatio: values exactly the bound from their reconstruction are coded, not stored exactly",

@@ -20,21 +20,31 @@ using zcoll::predict::detail::interpolation_box;
 
 constexpr std::uint32_t unwritten = 0xDEADBEEF;
 
-/// Every chunk index the walk of `p` reaches, with how often (the walk reads only `recon`).
-std::vector<int> visits(const interpolation_box& b, const interpolation_parameters& p) {
-  std::vector<int> count(b.count, 0);
+/// Every chunk index the walk of `p` reaches, with how often, and the bin width it gives the point (the
+/// walk reads only `recon`).
+struct walk_visits {
+  std::vector<int> count;
+  std::vector<std::int64_t> width;
+};
+walk_visits visits(const interpolation_box& b, const interpolation_parameters& p) {
+  walk_visits v{std::vector<int>(b.count, 0), std::vector<std::int64_t>(b.count, 0)};
   std::vector<std::uint32_t> recon(b.count, 0);
-  const auto apply = [&](std::size_t i, std::int64_t) {
+  const auto apply = [&](std::size_t i, std::int64_t, std::int64_t width) {
     REQUIRE(i < b.count);
-    ++count[i];
+    ++v.count[i];
+    v.width[i] = width;
   };
   if (p.method == prediction_method::lorenzo) {
     zcoll::predict::detail::lorenzo_walk(b, recon.data(), apply);
   } else {
     zcoll::predict::detail::interpolation_walk(b, p, recon.data(), apply);
   }
-  return count;
+  return v;
 }
+
+/// The bin widths of SZ3's default level-wise bounds and a tighter schedule.
+constexpr zcoll::predict::level_width_table sz3_default_widths = {16, 13, 10, 8, 8, 8, 8, 8};
+constexpr zcoll::predict::level_width_table descending_widths = {16, 11, 8, 6, 5, 4, 3, 1};
 
 /// Chunks of every kind: whole rows and planes, starting and ending inside them, shorter than a row,
 /// rows longer than four chunks (the box falls back to fewer axes), one value.
@@ -56,14 +66,15 @@ void check_every_point_once() {
     for (const auto& p : zcoll::predict::Interpolation<N>::candidates({.grid = c.grid})) {
       INFO(N << "-D, grid " << c.grid.nx << " x " << c.grid.ny << ", first " << c.first << ", " << c.count
               << " values, method " << static_cast<int>(p.method));
-      const auto count = visits(b, p);
-      for (std::size_t i = 0; i < count.size(); ++i) REQUIRE(count[i] == 1);
+      const auto v = visits(b, p);
+      for (std::size_t i = 0; i < v.count.size(); ++i) REQUIRE(v.count[i] == 1);
+      for (const std::int64_t w : v.width) REQUIRE(w == 16);
     }
   }
 }
 
 /// forward_chunk's residuals, decoded by inverse_chunk, give forward_chunk's reconstructions; each is
-/// within half a bin (8 fine codes) of its target.
+/// within half its level's bin (at most 8 fine codes) of its target.
 template <unsigned N>
 void check_round_trip(std::mt19937_64& rng, const chunk_case& c, const interpolation_parameters& p) {
   using I = zcoll::predict::Interpolation<N>;
@@ -78,8 +89,13 @@ void check_round_trip(std::mt19937_64& rng, const chunk_case& c, const interpola
   std::vector<std::int32_t> residuals(c.count);
   std::vector<std::uint32_t> recon(c.count, unwritten);  // a read before a write shows as a mismatch
   I::forward_chunk(state, std::span(residuals), std::span(recon), [&](std::size_t i) { return target[i]; });
+  const auto widths = visits(interpolation_box::of_chunk(c.grid, N, c.first, c.count), p).width;
   for (std::size_t i = 0; i < c.count; ++i) {
-    REQUIRE(std::abs(static_cast<double>(static_cast<std::int32_t>(recon[i])) - target[i]) <= I::code_scale / 2.0);
+    // Half a bin, and for a width that is not a power of two the hair that its reciprocal's rounding
+    // may add at an exact half.
+    const double half_bin = static_cast<double>(widths[i]) / 2.0 * (1.0 + 1e-12);
+    REQUIRE(std::abs(static_cast<double>(static_cast<std::int32_t>(recon[i])) - target[i]) <= half_bin);
+    REQUIRE(half_bin <= I::code_scale / 2.0 * (1.0 + 1e-12));
   }
   std::vector<std::uint32_t> decoded(residuals.begin(), residuals.end());
   I::inverse_chunk(state, std::span(decoded));
@@ -104,7 +120,46 @@ TEST_CASE("Interpolation: the decoder reconstructs the encoder's codes, each wit
     for (const auto& p : zcoll::predict::Interpolation<3>::candidates({.grid = c.grid})) check_round_trip<3>(rng, c, p);
     // A mask that mixes cubic and linear levels.
     check_round_trip<3>(rng, c, {.grid = c.grid, .cubic_levels = 0x55});
+    // Narrower bins on the coarse levels: the compressor's schedules, and one down to 1 code.
+    for (const auto& p : zcoll::predict::Interpolation<2>::width_candidates({.grid = c.grid})) check_round_trip<2>(rng, c, p);
+    check_round_trip<2>(rng, c, {.grid = c.grid, .level_widths = descending_widths});
+    check_round_trip<3>(rng, c, {.grid = c.grid, .method = prediction_method::interpolation_fastest_first,
+                                 .cubic_levels = 0x0F, .level_widths = sz3_default_widths});
+    check_round_trip<1>(rng, c, {.grid = c.grid, .cubic_levels = 0, .level_widths = descending_widths});
   }
+}
+
+TEST_CASE("Interpolation: each level's points get that level's bin width", "[predict][interpolation]") {
+  // A 2-D box of 9 x 9 points, whole (grid 9 x 9 from the origin): 4 levels (strides 8, 4, 2, 1). A point
+  // belongs to the level of the largest stride dividing both its coordinates' (the origin to the
+  // coarsest level).
+  const zcoll::predict::grid_extents grid{.nx = 9, .ny = 9};
+  const interpolation_parameters p{.grid = grid, .level_widths = descending_widths};
+  const auto b = interpolation_box::of_chunk(grid, 2, 0, 81);
+  REQUIRE(b.levels() == 4);
+  const auto v = visits(b, p);
+  for (std::size_t i = 0; i < 81; ++i) {
+    const std::size_t x = i % 9, y = i / 9;
+    unsigned level = 0;
+    while (level < 3 && x % (std::size_t{2} << level) == 0 && y % (std::size_t{2} << level) == 0) ++level;
+    if (x == 0 && y == 0) level = 4;
+    INFO("point (" << y << ", " << x << ")");
+    CHECK(v.width[i] == descending_widths[level]);
+  }
+  // Levels past the table take its last width; the Lorenzo walk bins every point 16 codes wide.
+  CHECK(p.width_of_level(7) == 1);
+  CHECK(p.width_of_level(20) == 1);
+  const auto lorenzo = visits(b, {.grid = grid, .method = prediction_method::lorenzo, .level_widths = descending_widths});
+  for (const std::int64_t w : lorenzo.width) CHECK(w == 16);
+  // The compressor's schedules narrow the coarse levels only, never below half the finer level's width.
+  for (const auto& c : zcoll::predict::Interpolation<2>::width_candidates({.grid = grid})) {
+    CHECK(c.level_widths[0] == 16);
+    for (std::size_t l = 1; l < zcoll::predict::width_levels; ++l) {
+      CHECK(c.level_widths[l] <= c.level_widths[l - 1]);
+      CHECK(2 * c.level_widths[l] >= c.level_widths[l - 1]);
+    }
+  }
+  CHECK(zcoll::predict::Interpolation<2>::width_candidates({.grid = grid, .method = prediction_method::lorenzo}).empty());
 }
 
 TEST_CASE("Interpolation: predictions are exact on linear data, cubic ones on cubic data", "[predict][interpolation]") {
@@ -189,7 +244,8 @@ TEST_CASE("Interpolation: parameters round-trip and damaged ones are format erro
   using I = zcoll::predict::Interpolation<3>;
   STATIC_REQUIRE(zcoll::predict::chunk_predictor<I>);
   STATIC_REQUIRE_FALSE(zcoll::predict::predictor<I>);
-  const interpolation_parameters p{.grid = {.nx = 45, .ny = 37}, .method = prediction_method::lorenzo, .cubic_levels = 5};
+  const interpolation_parameters p{
+      .grid = {.nx = 45, .ny = 37}, .method = prediction_method::lorenzo, .cubic_levels = 5, .level_widths = descending_widths};
   std::vector<std::byte> bytes(I::parameter_bytes);
   zcoll::byte_writer out(bytes);
   I::write_parameters(p, out);
@@ -200,6 +256,7 @@ TEST_CASE("Interpolation: parameters round-trip and damaged ones are format erro
   CHECK(read.grid.ny == 37);
   CHECK(read.method == prediction_method::lorenzo);
   CHECK(read.cubic_levels == 5u);
+  CHECK(read.level_widths == descending_widths);
 
   auto bad_method = bytes;
   bad_method[16] = std::byte{3};
@@ -211,6 +268,16 @@ TEST_CASE("Interpolation: parameters round-trip and damaged ones are format erro
   CHECK_THROWS_AS(I::read_parameters(zero_in), zcoll::format_error);
   zcoll::byte_reader short_in(std::span<const std::byte>(bytes).first(I::parameter_bytes - 1));
   CHECK_THROWS_AS(I::read_parameters(short_in), zcoll::format_error);
+  // A bin width of 0 or wider than 16 codes (2 eb), at any level.
+  for (const std::size_t level : {std::size_t{0}, std::size_t{3}, zcoll::predict::width_levels - 1}) {
+    for (const std::uint8_t width : {std::uint8_t{0}, std::uint8_t{17}, std::uint8_t{255}}) {
+      auto bad_width = bytes;
+      bad_width[I::parameter_bytes - zcoll::predict::width_levels + level] = std::byte{width};
+      zcoll::byte_reader width_in(bad_width);
+      INFO("level " << level << ", width " << int{width});
+      CHECK_THROWS_AS(I::read_parameters(width_in), zcoll::format_error);
+    }
+  }
 }
 
 TEST_CASE("Interpolation: a chunk short against its rows is read along fewer axes", "[predict][interpolation]") {

@@ -115,6 +115,24 @@ def test_top_level_decompress_reads_the_codec_from_the_stream():
     assert_within(x, zcoll.decompress(stream), 1e-2)
 
 
+def test_rate_distortion_tuning_trades_bytes_for_error():
+    # A smooth 2-D field at a coarse bound: tuned for rate and distortion, HighRatio narrows the bins of
+    # the interpolation's coarse levels, for less error and more bytes; the bound holds either way, and
+    # any HighRatio-2d decodes either stream.
+    y, x = np.meshgrid(np.arange(256), np.arange(256), indexing="ij")
+    data = (100 * np.sin(0.05 * x) * np.cos(0.07 * y)).astype(np.float32)
+    plain = zcoll.Codec("highratio-2d", zcoll.relative(1e-2), shape=data.shape)
+    tuned = zcoll.Codec("highratio-2d", zcoll.relative(1e-2), shape=data.shape, tuning="rate-distortion")
+    assert tuned.tuning == "rate-distortion" and plain.tuning == "ratio"
+    a, b = plain.compress(data), tuned.compress(data)
+    eb = 1e-2 * float(data.max() - data.min())
+    ra, rb = plain.decompress(a).reshape(data.shape), plain.decompress(b).reshape(data.shape)
+    assert_within(data, ra, eb)
+    assert_within(data, rb, eb)
+    assert len(b) > len(a)
+    assert np.mean((rb.astype(np.float64) - data) ** 2) < np.mean((ra.astype(np.float64) - data) ** 2)
+
+
 def test_argument_errors_name_the_argument():
     with pytest.raises(zcoll.ArgumentError, match="not registered"):
         zcoll.Codec("no-such-codec")
@@ -122,6 +140,8 @@ def test_argument_errors_name_the_argument():
         zcoll.relative(-1)
     with pytest.raises(zcoll.ArgumentError, match="threads"):
         zcoll.Codec("fzlight", threads=0)
+    with pytest.raises(zcoll.ArgumentError, match="tuning: 'psnr'; expected 'ratio' or 'rate-distortion'"):
+        zcoll.Codec("highratio-2d", zcoll.relative(1e-2), tuning="psnr")
     with pytest.raises(zcoll.ArgumentError, match="shape"):
         zcoll.Codec("int8")
     codec = zcoll.Codec("fzlight", zcoll.relative(1e-3))

@@ -64,6 +64,14 @@ restored, bound = values(f64_out, "d"), stated_bound(f64_stream)
 assert bound <= 1e-5 * (max(original) - min(original))
 assert all(abs(x - y) <= bound for x, y in zip(original, restored))
 
+# Tuned for rate and distortion at a coarse bound: the bound holds, the stream decodes as any other.
+rd_stream, rd_out = os.path.join(work, "rd.zc"), os.path.join(work, "rd.f32")
+run("compress", "-i", field, "--dims", "17,96,192", "--rel", "1e-2", "--codec", "highratio-2d", "--tuning",
+    "rate-distortion", "-o", rd_stream)
+run("decompress", "-i", rd_stream, "-o", rd_out)
+single, bound = values(field, "f"), stated_bound(rd_stream)
+assert all(abs(x - y) <= bound for x, y in zip(single, values(rd_out, "f")))
+
 # Bad input: a clear message and the documented exit status (2: usage, 1: files and streams).
 missing = os.path.join(work, "missing.f32")
 assert "cannot open" in run("compress", "-i", missing, "--count", "4", "--abs", "1", "-o", f64_stream, status=1)
@@ -74,6 +82,8 @@ assert "'nope' is not registered" in msg and "fzlight" in msg, msg
 assert "--abs E or --rel R" in run("compress", "-i", field, "--count", "313344", "-o", stream, status=2)
 assert "is not a number" in run("compress", "-i", field, "--count", "313344", "--rel", "x", "-o", stream, status=2)
 assert "unknown command" in run("squash", status=2)
+assert "'psnr' is neither ratio nor rate-distortion" in run("compress", "-i", field, "--count", "313344", "--rel",
+                                                            "1e-2", "--tuning", "psnr", "-o", stream, status=2)
 
 good = open(os.path.join(work, "fzlight.zc"), "rb").read()
 broken = os.path.join(work, "broken.zc")

@@ -11,6 +11,19 @@
 
 namespace zcoll {
 
+/// What a codec that picks its predictor's settings on a sample of the data picks them for (HighRatio:
+/// the interpolation walk's axis order, cubic levels and the levels' bin widths,
+/// codec/detail/predictor_choice.hpp). SZ3's counterpart is its tuning for ratio; QoZ's, its tuning target.
+enum class tuning_target : std::uint8_t {
+  /// The fewest bytes within the bound: the highest ratio at the bound.
+  ratio,
+  /// The least squared error for the bytes spent: the trial with the least error + λ bits, λ = 2 ln 2 ×
+  /// (2 eb)² / 12 (the slope of a uniform quantizer's rate-distortion curve at the bound). At a coarse
+  /// bound it narrows the bins of the coarse levels: more bytes at the same bound and a higher PSNR, a
+  /// better point on the ratio-PSNR curve (docs/performance.md, issue 21).
+  rate_distortion,
+};
+
 struct codec_config {
   /// The pointwise bound: zcoll::absolute(eb) or zcoll::relative(fraction of the value range).
   /// The default, absolute(0), is lossless.
@@ -32,6 +45,8 @@ struct codec_config {
   /// extent as the row length and need a count that is a multiple of it; Lorenzo<2> and Lorenzo<3> use
   /// the last two or three extents.
   std::vector<std::size_t> shape = {};
+  /// What the predictor's settings are picked for (tuning_target); codecs that pick none ignore it.
+  tuning_target tuning = tuning_target::ratio;
 };
 
 /// The row length `shape` gives (its last extent), or 0 for a flat sequence.

@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <numbers>
 #include <optional>
 #include <ranges>
 #include <span>
@@ -256,19 +257,38 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
     }
   }
 
-  /// A chunk predictor's parameters chosen on a sample of `in` (codec/detail/predictor_choice.hpp); the
-  /// others' as made.
+  /// A chunk predictor's parameters chosen on a sample of `in` (codec/detail/predictor_choice.hpp): the
+  /// walk among P::candidates() for the fewest bits; tuned for rate and distortion, then its bin widths
+  /// among its own and P::width_candidates() for the least error + λ bits. The others' as made.
   template <floating_value T, class BlockQuantizer>
-  static predictor_parameters choose_predictor_parameters(const predictor_parameters& made, const BlockQuantizer& quantizer,
-                                                          const std::optional<bits_of<T>>& fill, std::span<const T> in) {
+  predictor_parameters choose_predictor_parameters(const predictor_parameters& made, const BlockQuantizer& quantizer,
+                                                   const std::optional<bits_of<T>>& fill, std::span<const T> in) const {
     if constexpr (predict::chunk_predictor<P>) {
       if (!chunk::codes_usable(quantizer)) return made;
-      const auto residuals_of = [&](const predictor_parameters& candidate, std::size_t first, std::size_t length,
-                                    std::int32_t* out) {
-        typename chunk::coder_state state(typename P::state(candidate, first, length));
-        chunk::residuals_of_chunk(quantizer, fill, in.subspan(first, length), state, out);
+      using parameters = typename P::parameters;  // (predictor_parameters, a lambda's type, confuses GCC 12 in the lambdas below)
+      const auto trial_of = [&](bool with_error) {
+        return [&, with_error](const parameters& candidate, std::size_t first, std::size_t length, std::int32_t* out) {
+          typename chunk::coder_state state(typename P::state(candidate, first, length));
+          double squared_error = 0.0;
+          chunk::residuals_of_chunk(quantizer, fill, in.subspan(first, length), state, out, with_error ? &squared_error : nullptr);
+          return squared_error;
+        };
       };
-      return detail::choose_predictor_parameters(P::candidates(made), in.size(), residuals_of);
+      const auto sample = detail::predictor_sample(in.size());
+      const parameters walk = detail::choose_predictor_parameters(P::candidates(made), sample, 0.0, trial_of(false));
+      if constexpr (requires { P::width_candidates(made); }) {
+        std::vector<parameters> widths = P::width_candidates(walk);
+        if (config_.tuning == tuning_target::rate_distortion && !widths.empty()) {
+          // Error in units of λ = 2 ln 2 Δ² / 12, Δ = 2 eb: the slope -dD/dR of a uniform quantizer's
+          // distortion at the bound, Δ² / 12 and a quarter of it for each further bit a value, so that a
+          // trial trades a bit for error as the quantizer itself does there.
+          const double step = 2.0 * quantizer.guaranteed_bound();
+          const double error_weight = 1.0 / (2.0 * std::numbers::ln2 * step * step / 12.0);
+          widths.insert(widths.begin(), walk);
+          return detail::choose_predictor_parameters(widths, sample, error_weight, trial_of(true));
+        }
+      }
+      return walk;
     } else {
       return made;
     }

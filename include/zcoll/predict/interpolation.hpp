@@ -17,10 +17,15 @@
 ///
 /// Codes are fine: the quantizer runs at eb / code_scale (16), so a code is a multiple of eb / 8, and
 /// predictions are made to that resolution. A point's residual is its distance from the prediction in
-/// bins of 16 codes (2 eb), rounded from the value itself, r = round((x / step - p) / 16), and its
-/// reconstruction is p + 16 r; later points are predicted from reconstructions, as SZ3 predicts from
-/// decompressed values. Predicting the codes of x ("dual quantization") would be simpler, but each
-/// prediction then carries the rounding of its neighbours' codes: on the ECHAM5 temperature at relative
+/// bins of w codes, rounded from the value itself, r = round((x / step - p) / w), and its reconstruction
+/// is p + w r; later points are predicted from reconstructions, as SZ3 predicts from decompressed values.
+/// The bin width w is the level's (`level_widths`, 1 to 16 codes: at most 2 eb, so the bound holds at
+/// every level). 16 at every level is the plain walk; narrower bins on the coarse levels are SZ3's
+/// level-wise error bounds (its interpAlpha and interpBeta): the few points there cost more bits, the
+/// many points predicted from them are predicted better, and the reconstruction's error falls (on the
+/// Penobscot field at relative 1e-2, widths 16, 11, 8, 6 take the PSNR from 46.02 to 48.35 dB for 6.5 %
+/// more bytes). Predicting the codes of x ("dual quantization") would be simpler, but each prediction
+/// then carries the rounding of its neighbours' codes: on the ECHAM5 temperature at relative
 /// 1e-2 the residuals needed 1.03 bits a value that way and 0.51 this way (whole 2-D slices, Shannon
 /// entropy). The price: codes 16 times finer leave 16 times less room below the quantizer's largest
 /// code, so values beyond 2^20 bins (f32) are stored exactly.
@@ -31,9 +36,11 @@
 /// garbage values, never to undefined behaviour.
 ///
 /// Stream parameters (the pipeline's parameter section): nx and ny (u64 each; as LorenzoGrid's, 1 for
-/// the axes the predictor does not use), the method (u8: prediction_method) and `cubic_levels` (u32,
-/// bit l for the level of stride 2^l). The compressor picks the method and the cubic levels by trying
-/// candidates() on a sample of the data (codec/detail/predictor_choice.hpp).
+/// the axes the predictor does not use), the method (u8: prediction_method), `cubic_levels` (u32, bit l
+/// for the level of stride 2^l) and `level_widths` (8 x u8, each 1..16: the bin width of the levels of
+/// stride 1, 2, ..., 128; coarser levels take the last). The compressor picks the method and the cubic
+/// levels by trying candidates() on a sample of the data, and, tuned for rate and distortion
+/// (codec_config::tuning), the widths by trying width_candidates() (codec/detail/predictor_choice.hpp).
 
 #include <algorithm>
 #include <array>
@@ -42,6 +49,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"
@@ -56,12 +64,30 @@ namespace zcoll::predict {
 /// better: the finer bounds on rough fields).
 enum class prediction_method : std::uint8_t { interpolation_slowest_first = 0, interpolation_fastest_first = 1, lorenzo = 2 };
 
+/// The levels whose bin width a stream states: those of stride 1 to 2^(width_levels - 1); coarser ones
+/// take the last one's.
+inline constexpr std::size_t width_levels = 8;
+
+/// The widest bin, in codes (Interpolation::code_scale: 2 eb).
+inline constexpr std::uint8_t widest_bin = 16;
+
+/// Bin widths by level, finest first.
+using level_width_table = std::array<std::uint8_t, width_levels>;
+
+/// Every level's bins 2 eb wide: the plain walk.
+inline constexpr level_width_table uniform_widths = {16, 16, 16, 16, 16, 16, 16, 16};
+
 /// The interpolation predictor's stream parameters.
 struct interpolation_parameters {
   grid_extents grid;
   prediction_method method = prediction_method::interpolation_slowest_first;
   /// Bit l set: the interpolation level of stride 2^l uses the cubic forms.
   std::uint32_t cubic_levels = ~std::uint32_t{0};
+  /// The bin width, in codes, of the level of stride 2^l (l < width_levels; coarser levels take the
+  /// last). The Lorenzo walk bins every point 16 codes wide.
+  level_width_table level_widths = uniform_widths;
+
+  std::int64_t width_of_level(unsigned l) const { return level_widths[std::min<std::size_t>(l, width_levels - 1)]; }
 };
 
 namespace detail {
@@ -263,12 +289,20 @@ ZCOLL_ALWAYS_INLINE void interpolation_step(const interpolation_box& b, const st
   }
 }
 
-/// The walk of a whole chunk in the decoder's order: the origin first (predicted as 0), then every step.
+/// 1 / w for the bin widths w = 1..16 (index 0 unused): the walk's residuals multiply by it.
+inline constexpr auto inverse_bin_width = [] {
+  std::array<double, widest_bin + 1> inverse{};
+  for (std::size_t w = 1; w <= widest_bin; ++w) inverse[w] = 1.0 / static_cast<double>(w);
+  return inverse;
+}();
+
+/// The walk of a whole chunk in the decoder's order: the origin first (predicted as 0, in the coarsest
+/// level's bins), then every step; `apply(chunk index, prediction, bin width)`.
 template <class Apply>
 void interpolation_walk(const interpolation_box& b, const interpolation_parameters& walk, const std::uint32_t* recon,
                         Apply apply) {
   if (b.count == 0) return;
-  if (b.offset == 0) apply(std::size_t{0}, std::int64_t{0});
+  if (b.offset == 0) apply(std::size_t{0}, std::int64_t{0}, walk.width_of_level(b.levels()));
   const std::array<unsigned, 3> order = walk.method == prediction_method::interpolation_slowest_first
                                             ? std::array<unsigned, 3>{0, 1, 2}
                                             : std::array<unsigned, 3>{2, 1, 0};
@@ -276,13 +310,15 @@ void interpolation_walk(const interpolation_box& b, const interpolation_paramete
   for (unsigned k = 0; k < 3; ++k) rank[order[k]] = k;
   for (unsigned l = b.levels(); l-- > 0;) {
     const bool cubic = (walk.cubic_levels >> std::min(l, 31u)) & 1u;
-    for (unsigned k = 0; k < 3; ++k) interpolation_step(b, recon, std::uint64_t{1} << l, order[k], rank, cubic, apply);
+    const std::int64_t width = walk.width_of_level(l);
+    const auto at_level = [&](std::size_t i, std::int64_t p) ZCOLL_LAMBDA_ALWAYS_INLINE { apply(i, p, width); };
+    for (unsigned k = 0; k < 3; ++k) interpolation_step(b, recon, std::uint64_t{1} << l, order[k], rank, cubic, at_level);
   }
 }
 
 /// The Lorenzo walk of a chunk: its points in order, each predicted from its neighbours at -1 along
 /// each axis (and the corners between them, with alternating signs), a neighbour before the chunk or
-/// outside the grid counting as 0.
+/// outside the grid counting as 0; `apply(chunk index, prediction, bin width 16)`.
 template <class Apply>
 void lorenzo_walk(const interpolation_box& b, const std::uint32_t* recon, Apply apply) {
   std::uint64_t c[3] = {0, 0, 0};  // the coordinates of the chunk's first point
@@ -309,7 +345,7 @@ void lorenzo_walk(const interpolation_box& b, const std::uint32_t* recon, Apply 
       if (y) p -= q(i, sz + sy);
       if (x && y) p += q(i, sz + sy + sx);
     }
-    apply(static_cast<std::size_t>(i), p);
+    apply(static_cast<std::size_t>(i), p, std::int64_t{widest_bin});
     if (++c[2] == b.extent[2]) {
       c[2] = 0;
       if (++c[1] == b.extent[1]) {
@@ -331,8 +367,8 @@ struct Interpolation {
   static constexpr const char* name = N == 1 ? "interpolation1d" : N == 2 ? "interpolation2d" : "interpolation3d";
 
   using parameters = interpolation_parameters;
-  /// nx, ny, the method byte and the cubic levels.
-  static constexpr std::size_t parameter_bytes = 8 + 8 + 1 + 4;
+  /// nx, ny, the method byte, the cubic levels and the levels' bin widths.
+  static constexpr std::size_t parameter_bytes = 8 + 8 + 1 + 4 + width_levels;
 
   /// The default walk (interpolation, slowest axis first, cubic at every level) over the grid `shape`
   /// describes; argument_error when the shape does not hold exactly `count` values.
@@ -385,9 +421,11 @@ struct Interpolation {
     out.write(p.grid.ny);
     out.write(static_cast<std::uint8_t>(p.method));
     out.write(p.cubic_levels);
+    for (const std::uint8_t w : p.level_widths) out.write(w);
   }
 
-  /// format_error on a zero extent, a plane of more than 2^62 values or an unknown method.
+  /// format_error on a zero extent, a plane of more than 2^62 values, an unknown method or a bin width
+  /// outside 1..16.
   static parameters read_parameters(byte_reader& in) {
     parameters p;
     p.grid = read_grid(in, 3, name);
@@ -396,12 +434,19 @@ struct Interpolation {
     if (method > static_cast<std::uint8_t>(prediction_method::lorenzo)) {
       throw format_error(std::string(name) + ": prediction method " + std::to_string(method) + " is not 0, 1 or 2");
     }
+    for (std::size_t l = 0; l < width_levels; ++l) {
+      p.level_widths[l] = in.read<std::uint8_t>("interpolation level bin width");
+      if (p.level_widths[l] == 0 || p.level_widths[l] > widest_bin) {
+        throw format_error(std::string(name) + ": the bin width of level " + std::to_string(l) + " is " +
+                           std::to_string(p.level_widths[l]) + " codes, expected 1.." + std::to_string(widest_bin));
+      }
+    }
     p.method = static_cast<prediction_method>(method);
     return p;
   }
 
   /// The walks the compressor tries on a sample of the data, keeping the one whose residuals cost least:
-  /// interpolation with either axis order, cubic or linear, and Lorenzo.
+  /// interpolation with either axis order, cubic or linear, and Lorenzo; every level's bins 16 codes wide.
   static std::array<parameters, 5> candidates(const parameters& p) {
     const auto with = [&](prediction_method m, std::uint32_t cubic) {
       parameters c = p;
@@ -414,11 +459,34 @@ struct Interpolation {
             with(prediction_method::lorenzo, 0u)};
   }
 
+  /// The bin widths a compressor tuned for rate and distortion then tries on the chosen walk, beside its
+  /// own 16 codes at every level: narrower bins on the coarse levels, around SZ3's default (interpAlpha
+  /// 1.25, interpBeta 2: 16, 13, 10, 8), gentler and tighter, each level at least half as wide as the
+  /// finer one. None for Lorenzo, which bins every point alike. On the shared fields (docs/performance.md,
+  /// issue 21) the tighter ones win at relative 1e-2 and uniform bins at 1e-4; for the fewest bytes
+  /// uniform bins win on the sample nearly everywhere (a gentle schedule saves 1.5 % at 1e-2 on two
+  /// fields, which a sample does not resolve), so the ratio tuning does not try them.
+  static std::vector<parameters> width_candidates(const parameters& p) {
+    constexpr std::array<level_width_table, 5> schedules = {{{16, 15, 14, 13, 12, 12, 12, 12},
+                                                             {16, 14, 12, 10, 10, 10, 10, 10},
+                                                             {16, 13, 10, 8, 8, 8, 8, 8},
+                                                             {16, 12, 9, 8, 8, 8, 8, 8},
+                                                             {16, 11, 8, 6, 6, 6, 6, 6}}};
+    std::vector<parameters> c;
+    if (p.method == prediction_method::lorenzo) return c;
+    for (const level_width_table& widths : schedules) {
+      c.push_back(p);
+      c.back().level_widths = widths;
+    }
+    return c;
+  }
+
   /// The quantizer of the codes runs at the stream's bound / code_scale: a code is a multiple of eb / 8,
   /// and a residual a bin of code_scale codes (2 eb).
   static constexpr unsigned code_scale = 16;
   static constexpr unsigned code_scale_bits = 4;
   static_assert(code_scale == 1u << code_scale_bits);
+  static_assert(code_scale == widest_bin, "the widest bin is 2 eb: a residual of 0 is within the bound");
 
   /// Where a chunk lies in the grid: all a chunk's prediction needs.
   struct state {
@@ -435,12 +503,12 @@ struct Interpolation {
   static void forward_chunk(const state& s, std::span<std::int32_t> residuals, std::span<std::uint32_t> recon,
                             const Target& target) {
     const auto b = detail::interpolation_box::of_chunk(s.walk.grid, N, s.first, residuals.size());
-    const auto store = [&](std::size_t i, std::int64_t p, std::int64_t code_r) {
-      recon[i] = static_cast<std::uint32_t>(p + std::int64_t{code_scale} * code_r);
+    const auto store = [&](std::size_t i, std::int64_t p, std::int64_t code_r, std::int64_t width) {
+      recon[i] = static_cast<std::uint32_t>(p + width * code_r);
       residuals[i] = static_cast<std::int32_t>(code_r);
     };
-    // Both forms give r = nearbyint((t - p) / code_scale) (halves to even), tie for tie, for |t - p|
-    // below 2^26, as every lane the quantizer admits is.
+    // At a bin width of 16 both forms give r = nearbyint((t - p) / code_scale) (halves to even), tie for
+    // tie, for |t - p| below 2^26, as every lane the quantizer admits is.
     if (s.walk.method == prediction_method::lorenzo) {
       // Lorenzo's walk is one dependency chain across the chunk (each prediction reads the point just
       // reconstructed), so the rounding is done in integers with only a few operations on the chain. Off
@@ -448,17 +516,21 @@ struct Interpolation {
       // steps, odd when it has a fraction) and r = floor((m + code_scale - 1 + ((m | m / 2 code_scale) & 1))
       // / 2 code_scale): with a fraction no tie is possible and that rounds half up; without one, the
       // parity of m / 2 code_scale moves an exact half to the even side.
-      walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p) {
+      walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p, std::int64_t) {
         const double t = target(i);
         const double whole = std::floor(t);
         const std::int64_t m = 2 * static_cast<std::int64_t>(whole) + (t != whole ? 1 : 0) - 2 * p;
-        store(i, p, (m + (code_scale - 1) + ((m | (m >> (code_scale_bits + 1))) & 1)) >> (code_scale_bits + 1));
+        store(i, p, (m + (code_scale - 1) + ((m | (m >> (code_scale_bits + 1))) & 1)) >> (code_scale_bits + 1), code_scale);
       });
     } else {
       // The interpolation walks predict a level's points from earlier levels, independent of each other:
-      // there fewer operations a point count, and rounding in double takes fewer.
-      walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p) {
-        store(i, p, static_cast<std::int64_t>(std::nearbyint((target(i) - static_cast<double>(p)) / code_scale)));
+      // there fewer operations a point count, and rounding in double takes fewer. The quotient by the
+      // width is a product with 1 / width, exact for 16 (a power of two); for another width it may fall
+      // on the other side of a half than the exact quotient, leaving the reconstruction a hair more than
+      // half a bin away: still well inside 8 codes (the bound), as every other width is at most 15.
+      walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p, std::int64_t width) {
+        const double inverse = detail::inverse_bin_width[static_cast<std::size_t>(width)];
+        store(i, p, static_cast<std::int64_t>(std::nearbyint((target(i) - static_cast<double>(p)) * inverse)), width);
       });
     }
   }
@@ -466,8 +538,8 @@ struct Interpolation {
   /// The chunk's residuals back into the encoder's reconstructions (fine codes), in place.
   static void inverse_chunk(const state& s, std::span<std::uint32_t> values) {
     const auto b = detail::interpolation_box::of_chunk(s.walk.grid, N, s.first, values.size());
-    walk(b, s.walk, values.data(), [&](std::size_t i, std::int64_t p) {
-      values[i] = static_cast<std::uint32_t>(p + std::int64_t{code_scale} * static_cast<std::int32_t>(values[i]));
+    walk(b, s.walk, values.data(), [&](std::size_t i, std::int64_t p, std::int64_t width) {
+      values[i] = static_cast<std::uint32_t>(p + width * static_cast<std::int32_t>(values[i]));
     });
   }
 

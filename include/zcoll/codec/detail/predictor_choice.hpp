@@ -1,8 +1,11 @@
 #pragma once
-/// How a pipeline picks its chunk predictor's parameters (the interpolation predictor's method and cubic
-/// levels): each of P::candidates() predicts a sample of the input, and the one whose residuals have the
-/// lowest entropy wins. SZ3 samples the same way to choose between interpolation and Lorenzo. The
-/// sample, and so the choice and the stream, do not depend on the number of threads.
+/// How a pipeline picks its chunk predictor's parameters (the interpolation predictor's method, cubic
+/// levels and bin widths): each of P::candidates() predicts a sample of the input, and the one whose
+/// residuals have the lowest entropy wins; tuned for rate and distortion, the winner and each of
+/// P::width_candidates() beside it then predict the sample again, and the lowest entropy plus squared
+/// error (weighed by the bound's λ) wins. SZ3 samples the same way to choose between interpolation and
+/// Lorenzo and among its level-wise bounds. The sample, and so the choice and the stream, do not depend
+/// on the number of threads.
 
 #include <algorithm>
 #include <array>
@@ -53,27 +56,29 @@ inline std::vector<std::pair<std::size_t, std::size_t>> predictor_sample(std::si
   return pieces;
 }
 
-/// The candidate whose residuals over the sample cost least. `residuals_of(candidate, first, length,
-/// out)` writes the residuals of values [first, first + length) predicted with `candidate` to `out`
-/// (room for length rounded up to a block).
-template <class Parameters, std::size_t K, class ResidualsOf>
-Parameters choose_predictor_parameters(const std::array<Parameters, K>& candidates, std::size_t count,
-                                       const ResidualsOf& residuals_of) {
-  const auto sample = predictor_sample(count);
-  if (K == 1 || sample.empty()) return candidates[0];
+/// The candidate (of a non-empty range) that costs least over `sample` (predictor_sample), the first of
+/// equals. `trial(candidate, first, length, out)` writes the residuals of values [first, first + length)
+/// predicted with `candidate` to `out` (room for length rounded up to a block) and returns their squared
+/// error (or 0 when error_weight is 0); a candidate costs the bits of its residuals (residual_cost_bits)
+/// plus error_weight times that error.
+template <class Candidates, class Trial, class Parameters = typename Candidates::value_type>
+Parameters choose_predictor_parameters(const Candidates& candidates,
+                                       std::span<const std::pair<std::size_t, std::size_t>> sample,
+                                       double error_weight, const Trial& trial) {
+  if (candidates.size() == 1 || sample.empty()) return candidates[0];
   std::vector<std::int32_t> residuals;
   std::size_t best = 0;
-  double best_bits = 0.0;
-  for (std::size_t k = 0; k < K; ++k) {
-    double bits = 0.0;
+  double best_cost = 0.0;
+  for (std::size_t k = 0; k < candidates.size(); ++k) {
+    double cost = 0.0;
     for (const auto& [first, length] : sample) {
       residuals.assign(padded_to_blocks(length), 0);
-      residuals_of(candidates[k], first, length, residuals.data());
-      bits += residual_cost_bits(std::span<const std::int32_t>(residuals.data(), length));
+      const double squared_error = trial(candidates[k], first, length, residuals.data());
+      cost += residual_cost_bits(std::span<const std::int32_t>(residuals.data(), length)) + error_weight * squared_error;
     }
-    if (k == 0 || bits < best_bits) {
+    if (k == 0 || cost < best_cost) {
       best = k;
-      best_bits = bits;
+      best_cost = cost;
     }
   }
   return candidates[best];
