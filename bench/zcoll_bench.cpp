@@ -577,18 +577,8 @@ struct codec_entry {
   measure_fn<T> measure;
   bool uses_error_bound;
   std::string pipeline;
-  bool tunable;  ///< picks predictor settings on a sample (codec_config::tuning matters)
+  bool tunable;  ///< codec_config::tuning matters (zcoll::uses_tuning)
 };
-
-/// Whether codec_config::tuning matters to Codec: a pipeline whose chunk predictor has settings to pick.
-template <class Codec>
-constexpr bool tunable_codec() {
-  if constexpr (requires { typename Codec::predictor_type; }) {
-    return zcoll::predict::chunk_predictor<typename Codec::predictor_type>;
-  } else {
-    return false;
-  }
-}
 
 template <class T>
 const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
@@ -597,7 +587,7 @@ const std::vector<std::pair<std::string, codec_entry<T>>>& codec_table() {
     zcoll::for_each_registered_codec([&]<class Entry>() {
       using Codec = typename Entry::type;
       entries.emplace_back(std::string(Entry::name),
-                           codec_entry<T>{&measure<Codec, T>, Codec::uses_error_bound, Codec::name(), tunable_codec<Codec>()});
+                           codec_entry<T>{&measure<Codec, T>, Codec::uses_error_bound, Codec::name(), zcoll::uses_tuning<Codec>});
     });
     return entries;
   }();

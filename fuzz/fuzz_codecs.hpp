@@ -136,16 +136,6 @@ std::ptrdiff_t first_violation(std::span<const T> in, std::span<const T> out, do
   return -1;
 }
 
-/// Codecs that pick their predictor's settings on a sample (HighRatio): codec_config::tuning matters.
-template <class Codec>
-constexpr bool tunable() {
-  if constexpr (requires { typename Codec::predictor_type; }) {
-    return zcoll::predict::chunk_predictor<typename Codec::predictor_type>;
-  } else {
-    return false;
-  }
-}
-
 template <class Entry, class T>
 violation round_trip_tuned(std::span<const T> values, double eb, zcoll::tuning_target tuning) {
   using Codec = typename Entry::type;
@@ -174,7 +164,7 @@ violation round_trip_tuned(std::span<const T> values, double eb, zcoll::tuning_t
 template <class Entry, class T>
 violation round_trip(std::span<const T> values, double eb) {
   const violation v = round_trip_tuned<Entry, T>(values, eb, zcoll::tuning_target::ratio);
-  if (v || !tunable<typename Entry::type>()) return v;
+  if (v || !zcoll::uses_tuning<typename Entry::type>) return v;
   return round_trip_tuned<Entry, T>(values, eb, zcoll::tuning_target::rate_distortion);
 }
 

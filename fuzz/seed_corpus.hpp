@@ -101,7 +101,7 @@ int write_seeds(const fs::path& dir, const std::vector<seed_input<T>>& inputs) {
       write(dir / "round-trip" / stem, round_trip);
       ++files;
       files += write_stream_seed<Entry, T>(dir, codec, values, stem);
-      if constexpr (tunable<typename Entry::type>()) files += write_stream_seed<Entry, T>(dir, tuned, values, stem + "-rd");
+      if constexpr (zcoll::uses_tuning<typename Entry::type>) files += write_stream_seed<Entry, T>(dir, tuned, values, stem + "-rd");
     }
   }
   return files;

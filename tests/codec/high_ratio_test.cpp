@@ -316,6 +316,10 @@ TEST_CASE("HighRatio: tuned for rate and distortion, a coarse bound narrows the 
           "[codec][high-ratio]") {
   // A smooth 2-D field at relative 1e-2: most residuals are 0, and the reconstruction's error comes from
   // the predictions; narrower bins on the coarse levels make them better, for a few more bits there.
+  STATIC_REQUIRE(zcoll::uses_tuning<zcoll::HighRatio<2>>);
+  STATIC_REQUIRE_FALSE(zcoll::uses_tuning<zcoll::FZLight>);
+  STATIC_REQUIRE_FALSE(zcoll::uses_tuning<zcoll::LorenzoHuffman<2>>);
+  STATIC_REQUIRE_FALSE(zcoll::uses_tuning<zcoll::TopK>);
   const auto field = smooth_field<float>(1, 384, 384);
   zcoll::codec_config config = grid_config(1e-2, {384, 384});
   const zcoll::HighRatio<2> for_ratio{config};

@@ -32,4 +32,9 @@ concept codec = std::copy_constructible<C> &&
                   c.decompress(exec::Host{}, stream, out);
                 };
 
+/// Whether codec_config::tuning changes what a codec writes: C::uses_tuning (a pipeline whose chunk
+/// predictor picks its settings on a sample, HighRatio), false for a codec without the member.
+template <class C>
+inline constexpr bool uses_tuning = requires { requires C::uses_tuning; };
+
 }  // namespace zcoll

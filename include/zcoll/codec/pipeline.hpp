@@ -114,6 +114,8 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
   static constexpr codec_id id = pipeline_codec_id<Q, P, E, B>();
   /// Whether config().error_bound matters (false for the lossless Exact quantizer).
   static constexpr bool uses_error_bound = Q::uses_error_bound;
+  /// Whether config().tuning matters: the chunk predictor has settings to pick on a sample (HighRatio).
+  static constexpr bool uses_tuning = predict::chunk_predictor<P>;
 
   /// "linear+lorenzo1d+bitshuffle", "linear+interpolation2d+huffman+zstd".
   static std::string name() {
