@@ -103,7 +103,8 @@ class Codec:
         self._device_lock = threading.Lock()
 
     def __repr__(self):
-        return f"zcoll.Codec({self.name!r}, {self.error_bound}, threads={self.threads})"
+        tuning = "" if self.tuning == "ratio" else f", tuning={self.tuning!r}"
+        return f"zcoll.Codec({self.name!r}, {self.error_bound}, threads={self.threads}{tuning})"
 
     def max_compressed_size(self, count, dtype="float32"):
         return self._codec.max_compressed_size(dtype_name(dtype), int(count))

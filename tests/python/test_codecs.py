@@ -124,6 +124,7 @@ def test_rate_distortion_tuning_trades_bytes_for_error():
     plain = zcoll.Codec("highratio-2d", zcoll.relative(1e-2), shape=data.shape)
     tuned = zcoll.Codec("highratio-2d", zcoll.relative(1e-2), shape=data.shape, tuning="rate-distortion")
     assert tuned.tuning == "rate-distortion" and plain.tuning == "ratio"
+    assert "tuning='rate-distortion'" in repr(tuned) and "tuning" not in repr(plain)
     a, b = plain.compress(data), tuned.compress(data)
     eb = 1e-2 * float(data.max() - data.min())
     ra, rb = plain.decompress(a).reshape(data.shape), plain.decompress(b).reshape(data.shape)

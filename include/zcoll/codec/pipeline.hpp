@@ -267,28 +267,28 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
                                                    const std::optional<bits_of<T>>& fill, std::span<const T> in) const {
     if constexpr (predict::chunk_predictor<P>) {
       if (!chunk::codes_usable(quantizer)) return made;
-      using parameters = typename P::parameters;  // (predictor_parameters, a lambda's type, confuses GCC 12 in the lambdas below)
-      const auto trial_of = [&](bool with_error) {
-        return [&, with_error](const parameters& candidate, std::size_t first, std::size_t length, std::int32_t* out) {
-          typename chunk::coder_state state(typename P::state(candidate, first, length));
-          double squared_error = 0.0;
-          chunk::residuals_of_chunk(quantizer, fill, in.subspan(first, length), state, out, with_error ? &squared_error : nullptr);
-          return squared_error;
-        };
+      using parameters = typename P::parameters;  // (predictor_parameters, a lambda's type, confuses GCC 12 in the lambda below)
+      const bool rate_distortion = config_.tuning == tuning_target::rate_distortion;
+      // A trial's residuals and, tuned for rate and distortion, the squared error of its reconstruction.
+      const auto trial = [&](const parameters& candidate, std::size_t first, std::size_t length, std::int32_t* out) {
+        typename chunk::coder_state state(typename P::state(candidate, first, length));
+        double squared_error = 0.0;
+        chunk::residuals_of_chunk(quantizer, fill, in.subspan(first, length), state, out, rate_distortion ? &squared_error : nullptr);
+        return squared_error;
       };
       const auto sample = detail::predictor_sample(in.size());
-      const parameters walk = detail::choose_predictor_parameters(P::candidates(made), sample, 0.0, trial_of(false));
+      const parameters walk = detail::choose_predictor_parameters(P::candidates(made), sample, 0.0, trial);
       if constexpr (requires { P::width_candidates(made); }) {
+        if (!rate_distortion) return walk;
         std::vector<parameters> widths = P::width_candidates(walk);
-        if (config_.tuning == tuning_target::rate_distortion && !widths.empty()) {
-          // Error in units of λ = 2 ln 2 Δ² / 12, Δ = 2 eb: the slope -dD/dR of a uniform quantizer's
-          // distortion at the bound, Δ² / 12 and a quarter of it for each further bit a value, so that a
-          // trial trades a bit for error as the quantizer itself does there.
-          const double step = 2.0 * quantizer.guaranteed_bound();
-          const double error_weight = 1.0 / (2.0 * std::numbers::ln2 * step * step / 12.0);
-          widths.insert(widths.begin(), walk);
-          return detail::choose_predictor_parameters(widths, sample, error_weight, trial_of(true));
-        }
+        if (widths.empty()) return walk;
+        // Error in units of λ = 2 ln 2 Δ² / 12, Δ = 2 eb: the slope -dD/dR of a uniform quantizer's
+        // distortion at the bound, Δ² / 12 and a quarter of it for each further bit a value, so that a
+        // trial trades a bit for error as the quantizer itself does there.
+        const double step = 2.0 * quantizer.guaranteed_bound();
+        const double error_weight = 1.0 / (2.0 * std::numbers::ln2 * step * step / 12.0);
+        widths.insert(widths.begin(), walk);
+        return detail::choose_predictor_parameters(widths, sample, error_weight, trial);
       }
       return walk;
     } else {

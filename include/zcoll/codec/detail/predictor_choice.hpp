@@ -59,7 +59,7 @@ inline std::vector<std::pair<std::size_t, std::size_t>> predictor_sample(std::si
 /// The candidate (of a non-empty range) that costs least over `sample` (predictor_sample), the first of
 /// equals. `trial(candidate, first, length, out)` writes the residuals of values [first, first + length)
 /// predicted with `candidate` to `out` (room for length rounded up to a block) and returns their squared
-/// error (or 0 when error_weight is 0); a candidate costs the bits of its residuals (residual_cost_bits)
+/// error (which an error_weight of 0 ignores); a candidate costs the bits of its residuals (residual_cost_bits)
 /// plus error_weight times that error.
 template <class Candidates, class Trial, class Parameters = typename Candidates::value_type>
 Parameters choose_predictor_parameters(const Candidates& candidates,
