@@ -228,9 +228,12 @@ inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::spa
   bool overrun = false;  // a read past the words, raised after the loops
   // One residual of a segment whose state is x and whose context's table row starts at `row`. The
   // renormalization shifts by 0 or 16 and masks rather than selects, which compilers turn into a branch
-  // that goes either way at the fine bounds. `checked`: the words may end here.
-  const auto decode = [&]<bool checked>(std::size_t i, std::uint32_t& x, std::uint32_t& row, std::bool_constant<checked>)
-                          ZCOLL_LAMBDA_ALWAYS_INLINE {
+  // that goes either way at the fine bounds. `checked`: the words may end here. `few_raw_bits`: the
+  // chunk's tokens rarely have raw bits, so a branch, which then goes one way, skips the raw bits' read
+  // (a load, a shift and a mask on the chain of bit positions) for the others.
+  const auto decode = [&]<bool checked, bool few_raw_bits>(std::size_t i, std::uint32_t& x, std::uint32_t& row,
+                                                          std::bool_constant<checked>,
+                                                          std::bool_constant<few_raw_bits>) ZCOLL_LAMBDA_ALWAYS_INLINE {
     const std::uint32_t slot = x & (ans_scale - 1);
     const std::uint32_t token = slot_token[row + slot];
     const std::uint32_t entry = frequencies[(row >> (ans_scale_bits - token_bits)) + token];
@@ -248,7 +251,14 @@ inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::spa
     overrun |= renormalize != 0 && past_end;
     x = x << (16 * renormalize) | (low & (0u - renormalize));
     word += past_end ? 0 : 2 * renormalize;
-    residuals[i] = unzigzag(ans_token_base[token] | raw.read(ans_token_extra_width[token]));
+    if constexpr (few_raw_bits) {
+      const unsigned width = ans_token_extra_width[token];
+      std::uint32_t symbol = ans_token_base[token];
+      if (width != 0) [[unlikely]] symbol |= raw.read(width);
+      residuals[i] = unzigzag(symbol);
+    } else {
+      residuals[i] = unzigzag(ans_token_base[token] | raw.read(ans_token_extra_width[token]));
+    }
     row = ans_next_row[(row >> ans_scale_bits) * ans_token_count + token];
   };
 
@@ -259,18 +269,28 @@ inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::spa
   std::uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
   std::uint32_t row0 = 0, row1 = 0, row2 = 0, row3 = 0;
   std::size_t k = 0;
-  for (; k < full_rounds && words_end - word >= 8; ++k) {
-    decode(k, x0, row0, std::false_type{});
-    decode(length + k, x1, row1, std::false_type{});
-    decode(2 * length + k, x2, row2, std::false_type{});
-    decode(3 * length + k, x3, row3, std::false_type{});
+  const auto full_rounds_of = [&](auto few_raw_bits) {
+    for (; k < full_rounds && words_end - word >= 8; ++k) {
+      decode(k, x0, row0, std::false_type{}, few_raw_bits);
+      decode(length + k, x1, row1, std::false_type{}, few_raw_bits);
+      decode(2 * length + k, x2, row2, std::false_type{}, few_raw_bits);
+      decode(3 * length + k, x3, row3, std::false_type{}, few_raw_bits);
+    }
+  };
+  // Under a quarter of a raw bit a residual on average (at most one residual in eight with raw bits, each
+  // having two or more): the branch pays. On HighRatio's streams of the shared fields at relative 1e-2
+  // it made decompression 1.18-1.25x faster; at a bit a residual, 0.85x (docs/performance.md, issue 21).
+  if (32 * std::uint64_t{extra_bytes} < count) {
+    full_rounds_of(std::true_type{});
+  } else {
+    full_rounds_of(std::false_type{});
   }
   state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
   std::uint32_t row[ans_segments] = {row0, row1, row2, row3};
   for (; k < length; ++k) {
     for (std::size_t segment = 0; segment < ans_segments; ++segment) {
       const std::size_t i = segment * length + k;
-      if (i < count) decode(i, state[segment], row[segment], std::true_type{});
+      if (i < count) decode(i, state[segment], row[segment], std::true_type{}, std::false_type{});
     }
   }
   if (overrun) throw format_error("context-ans chunk: the coder reads past its words");
