@@ -168,7 +168,8 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
   }
 
   /// Bytes that compress may write for `count` values: header, index, parameter section, and each chunk
-  /// verbatim (with a chunk encoder, 3 bytes more a chunk: the alignment of chunk_residuals' slots).
+  /// verbatim (with a chunk encoder, 3 bytes more a chunk, the alignment of chunk_residuals' slots, and
+  /// 124 more a stream, the last chunk's residuals rounded up to a block).
   template <floating_value T>
   static std::size_t max_compressed_size(std::size_t count, std::uint32_t chunk_values) {
     const std::uint64_t chunks = chunk_count_for(count, chunk_values);
@@ -177,7 +178,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
                            std::to_string(chunk_values) + "; raise chunk_values");
     }
     const std::size_t prefix = stream_prefix_size_bytes(static_cast<std::uint32_t>(chunks)) + max_parameter_section_bytes +
-                               chunks * (1 + residual_slot_padding_bytes);
+                               chunks * (1 + residual_slot_padding_bytes) + residual_tail_padding_bytes;
     return checked_add(prefix, checked_multiply(count, sizeof(T), "max_compressed_size", "count"), "max_compressed_size",
                        "stream bytes");
   }
@@ -550,6 +551,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
 
   /// What a chunk encoder's stream may need beyond the chunks' room (codec/detail/chunk_residuals.hpp).
   static constexpr std::size_t residual_slot_padding_bytes = codes_chunks ? detail::residual_slot_padding_bytes : 0;
+  static constexpr std::size_t residual_tail_padding_bytes = codes_chunks ? detail::residual_tail_padding_bytes : 0;
   using chunk = detail::pipeline_chunk<P, E>;
 
   /// The chunk encoder's model: from the statistics of every chunk's residuals when the encoder needs
@@ -567,10 +569,8 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
         for (std::size_t c = begin; c < end; ++c) {
           const std::span<const T> values = chunk_of(c);
           auto state = state_of(c);
-          // Straight into the slot, which has room for whole chunks; a shorter last chunk's blocks are
-          // padded past its slot's room, so they go through scratch.
-          const bool whole = values.size() == config_.chunk_values;
-          std::int32_t* residuals = cache.kept() && whole ? cache.slot(c) : scratch.get();
+          // Straight into the slot, which has room for the chunk's padded blocks.
+          std::int32_t* residuals = cache.kept() ? cache.slot(c) : scratch.get();
           chunk::residuals_of_chunk(quantizer, fill, values, state, residuals);
           const std::span<const std::int32_t> kept(residuals, values.size());
           if (cache.kept()) cache.keep(c, kept, state.exceptions);
