@@ -276,6 +276,54 @@ TEST_CASE("ContextAns: a chunk whose coder states or words were changed is a for
   }
 }
 
+TEST_CASE("ContextAns decodes chunks with few raw bits as those with many", "[encode][context-ans]") {
+  // The decoder branches around the raw-bit read where a chunk states under a quarter of a raw bit a
+  // residual (32 x raw bytes < residuals), and reads every token's raw bits otherwise: both forms, and
+  // chunks on either side of the threshold, round-trip, and damage to their raw bits is caught or stays
+  // in bounds.
+  std::mt19937_64 rng(zcoll_test::seed + 308);
+  const auto sprinkled = [&](std::size_t n, std::size_t wide_every) {
+    residuals_t r = clustered(rng, n, 0.95, 0.5);
+    for (auto& x : r) x = std::clamp(x, -7, 7);  // tokens without raw bits...
+    for (std::size_t i = 3; i < n; i += wide_every) r[i] = (i % 2 ? 1 : -1) * static_cast<std::int32_t>(100 + i);
+    return r;  // ...but every wide_every-th, with 6 to 16 raw bits
+  };
+  for (const std::size_t wide_every : {std::size_t{1000}, std::size_t{80}, std::size_t{40}, std::size_t{20}, std::size_t{3}}) {
+    const residuals_t r = sprinkled(20000, wide_every);
+    const ContextAns::model m = check_round_trip({r, residuals_t(r.begin(), r.begin() + 33)});
+    const std::vector<std::byte> chunk = encoded(m, r);
+    std::uint32_t extra_bytes = 0;
+    std::memcpy(&extra_bytes, chunk.data(), 4);
+    const bool few = 32 * std::uint64_t{extra_bytes} < r.size();
+    INFO("a wide residual every " << wide_every << ": " << extra_bytes << " raw bytes, "
+                                  << (few ? "the branch around the read" : "every read"));
+    CHECK(few == (wide_every >= 80));  // the fixture covers both forms
+    // Every truncation is a format error, every corruption decodes in bounds or is one (damaged raw bits
+    // decode to other residuals, which nothing can tell: how many are caught depends on their share).
+    const auto [rejected, trials] = zcoll_test::check_damaged_chunk<ContextAns>(m, chunk, r.size(), rng, true);
+    INFO(rejected << " of " << trials << " corruptions rejected");
+    CHECK(rejected > 0);
+    // A damaged word, or a raw bit read by no token (the last byte's padding), is a format error in
+    // either form: the branch skips no raw bit that a token has.
+    std::uint32_t words = 0;
+    std::memcpy(&words, chunk.data() + 4, 4);
+    REQUIRE(words > 16);
+    std::vector<std::uint32_t> out(r.size());
+    std::vector<std::byte> bad_word = chunk;
+    bad_word[8 + extra_bytes + 16 + words] ^= std::byte{0x40};
+    auto g = guarded_buffer<std::byte>::copy_of(bad_word);
+    CHECK_THROWS_AS(ContextAns::decode_chunk(m, g.span(), out), zcoll::format_error);
+    std::uint64_t raw_bits = 0;
+    for (const std::int32_t x : r) raw_bits += cd::ans_token_of(cd::zigzag(x)).extra_width;
+    if (raw_bits % 8 != 0) {
+      std::vector<std::byte> bad_padding = chunk;
+      bad_padding[8 + extra_bytes - 1] |= std::byte{0x80};
+      auto p = guarded_buffer<std::byte>::copy_of(bad_padding);
+      CHECK_THROWS_WITH(ContextAns::decode_chunk(m, p.span(), out), Catch::Contains("not zero-padded"));
+    }
+  }
+}
+
 TEST_CASE("ContextAns decode of arbitrary bytes raises format_error or stays in bounds", "[encode][context-ans]") {
   std::mt19937_64 rng(zcoll_test::seed + 305);
   const ContextAns::model m = ContextAns::make_model(statistics_of<ContextAns>({clustered(rng, 5000, 0.4, 0.1)}));
