@@ -201,7 +201,7 @@ TEST_CASE("ContextAns refuses residuals its model has no frequency for", "[encod
   CHECK(ContextAns::encode_chunk(zeros, residuals_t(10, 0), out).has_value());
   CHECK_FALSE(ContextAns::encode_chunk(zeros, residuals_t{0, 0, 1}, out).has_value());
   const ContextAns::model empty = ContextAns::make_model(ContextAns::statistics{});
-  CHECK(written_model<ContextAns>(empty).size() == 3);
+  CHECK(written_model<ContextAns>(empty).size() == 5);  // the token count and the u32 context mask
   CHECK_FALSE(ContextAns::encode_chunk(empty, residuals_t{0}, out).has_value());
   CHECK(ContextAns::encode_chunk(empty, residuals_t{}, out).has_value());
   // A chunk of one model decoded with another stream's: a format error.
@@ -351,15 +351,133 @@ TEST_CASE("ContextAns read_model rejects every truncation and malformed tables",
     }
   }
   using b = std::byte;
-  rejects({b{0}, b{0}, b{0}}, "token count 0");
-  rejects({b{129}, b{0}, b{0}}, "token count 129");
-  rejects({b{1}, b{0}, b{2}}, "names contexts past the 9");
-  rejects({b{1}, b{1}, b{0}, b{100}}, "sum to 100");
-  rejects({b{2}, b{1}, b{0}, b{0x81}, b{0}, b{1}}, "written in two bytes");
-  rejects({b{2}, b{1}, b{0}, b{0x80}, b{33}, b{0}}, "exceeds 4096");
-  rejects({b{2}, b{1}, b{0}, b{0}, b{2}}, "passes token 2");
-  // The smallest valid ones: one token of frequency 4096 in context 0, and no table at all.
-  auto one = read_back<ContextAns>(std::vector<std::byte>{b{1}, b{1}, b{0}, b{0x80}, b{32}});
+  const b none{0};
+  rejects({b{0}, none, none, none, none}, "token count 0");
+  rejects({b{129}, none, none, none, none}, "token count 129");
+  rejects({b{1}, none, none, none, b{8}}, "names contexts past the 27");  // context 27
+  rejects({b{1}, b{1}, none, none, none, b{100}}, "sum to 100");
+  rejects({b{2}, b{1}, none, none, none, b{0x81}, b{0}, b{1}}, "written in two bytes");
+  rejects({b{2}, b{1}, none, none, none, b{0x80}, b{33}, b{0}}, "exceeds 4096");
+  rejects({b{2}, b{1}, none, none, none, b{0}, b{2}}, "passes token 2");
+  // The smallest valid ones: one token of frequency 4096 in context 0, and no table at all; a table in
+  // context 9 (level class 1) makes a model of the level classes' contexts.
+  auto one = read_back<ContextAns>(std::vector<std::byte>{b{1}, b{1}, none, none, none, b{0x80}, b{32}});
   CHECK(one.frequency[0][0] == 4096);
-  CHECK(read_back<ContextAns>(std::vector<std::byte>{b{1}, b{0}, b{0}}).tokens == 1);
+  CHECK_FALSE(one.uses_levels);
+  CHECK(read_back<ContextAns>(std::vector<std::byte>{b{1}, none, none, none, none}).tokens == 1);
+  auto leveled = read_back<ContextAns>(std::vector<std::byte>{b{1}, b{1}, b{2}, none, none, b{0x80}, b{32}, b{0x80}, b{32}});
+  CHECK(leveled.frequency[9][0] == 4096);
+  CHECK(leveled.uses_levels);
+}
+
+namespace {
+
+/// Residuals whose zero share depends on a level class, as an interpolation walk's at a coarse bound:
+/// class 0 (one in two) nearly all 0, classes 1 and 2 less so; and the classes.
+std::pair<residuals_t, std::vector<std::uint8_t>> leveled_residuals(std::mt19937_64& rng, std::size_t n) {
+  std::vector<std::uint8_t> levels(n);
+  residuals_t r(n);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (std::size_t i = 0; i < n; ++i) {
+    levels[i] = static_cast<std::uint8_t>((i % 2 == 0) + (i % 4 == 0));
+    const double zero_odds = levels[i] == 0 ? 0.98 : levels[i] == 1 ? 0.6 : 0.3;
+    std::int32_t m = 0;
+    while (u(rng) > zero_odds && m < 300) ++m;
+    r[i] = u(rng) < 0.5 ? m : -m;
+  }
+  return {r, levels};
+}
+
+}  // namespace
+
+TEST_CASE("ContextAns codes residuals in the contexts of their level classes where that pays", "[encode][context-ans]") {
+  std::mt19937_64 rng(zcoll_test::seed + 309);
+  const auto [r, levels] = leveled_residuals(rng, 40000);
+  ContextAns::statistics with, without;
+  with.add(r, levels);
+  without.add(r);
+  const ContextAns::model leveled = ContextAns::make_model(with);
+  const ContextAns::model plain = ContextAns::make_model(without);
+  REQUIRE(leveled.uses_levels);
+  CHECK_FALSE(plain.uses_levels);
+  // The level classes' contexts code the chunk in fewer bytes, and it decodes only with its classes.
+  const auto coded = [&](const ContextAns::model& m, zcoll::encode::detail::ans_level_span l) {
+    std::vector<std::byte> out(room_for(r.size()));
+    const auto size = ContextAns::encode_chunk(m, r, out, l);
+    REQUIRE(size.has_value());
+    out.resize(*size);
+    return out;
+  };
+  const std::vector<std::byte> chunk = coded(leveled, levels);
+  CHECK(static_cast<double>(chunk.size()) < 0.9 * static_cast<double>(coded(plain, {}).size()));
+  std::vector<std::uint32_t> back(r.size());
+  auto g = guarded_buffer<std::byte>::copy_of(chunk);
+  REQUIRE(ContextAns::decode_chunk(leveled, g.span(), back, levels) == chunk.size());
+  require_equal(back, r);
+  // Decoded without its classes (or with others) it is another chunk: a format error or other values,
+  // never a read out of bounds (the guarded buffers).
+  std::vector<std::uint8_t> shifted(levels.begin() + 1, levels.end());
+  shifted.push_back(0);
+  for (const auto& wrong : {std::vector<std::uint8_t>{}, shifted}) {
+    try {
+      ContextAns::decode_chunk(leveled, g.span(), back, wrong);
+    } catch (const zcoll::format_error&) {
+      continue;
+    }
+    CHECK_FALSE(std::equal(back.begin(), back.end(), r.begin(),
+                           [](std::uint32_t a, std::int32_t b) { return a == static_cast<std::uint32_t>(b); }));
+  }
+  // Every truncation is a format error, corruptions decode in bounds or are one (the guarded buffers).
+  for (std::size_t n = 0; n < chunk.size(); n += 1 + n / 64) {
+    auto truncated = guarded_buffer<std::byte>::copy_of(std::span<const std::byte>(chunk).first(n));
+    INFO("truncated to " << n);
+    REQUIRE_THROWS_AS(ContextAns::decode_chunk(leveled, truncated.span(), back, levels), zcoll::format_error);
+  }
+  std::size_t rejected = 0;
+  for (std::size_t at = 0; at < chunk.size(); at += 1 + at / 64) {
+    std::vector<std::byte> bad = chunk;
+    bad[at] ^= static_cast<std::byte>(1 + rng() % 255);
+    auto damaged = guarded_buffer<std::byte>::copy_of(bad);
+    std::size_t used = 0;
+    try {
+      used = ContextAns::decode_chunk(leveled, damaged.span(), back, levels);
+    } catch (const zcoll::format_error&) {
+      ++rejected;
+    }
+    REQUIRE(used <= bad.size());
+  }
+  CHECK(rejected > 0);
+  // Round trips through the model's bytes, and the 33 first residuals with their classes.
+  const ContextAns::model reread = read_back<ContextAns>(written_model<ContextAns>(leveled));
+  CHECK(reread.uses_levels);
+  CHECK(reread.frequency == leveled.frequency);
+  // Where the classes do not change the residuals' statistics, the nine contexts are kept.
+  std::vector<std::uint8_t> arbitrary(r.size());
+  for (auto& l : arbitrary) l = static_cast<std::uint8_t>(rng() % 3);
+  const residuals_t alike = clustered(rng, r.size(), 0.7, 0.3);
+  ContextAns::statistics unrelated;
+  unrelated.add(alike, arbitrary);
+  const ContextAns::model kept = ContextAns::make_model(unrelated);
+  CHECK_FALSE(kept.uses_levels);
+  std::vector<std::byte> out(room_for(alike.size()));
+  const auto size = ContextAns::encode_chunk(kept, alike, out, arbitrary);
+  REQUIRE(size.has_value());
+  out.resize(*size);
+  auto h = guarded_buffer<std::byte>::copy_of(out);
+  std::vector<std::uint32_t> back_alike(alike.size());
+  ContextAns::decode_chunk(kept, h.span(), back_alike);  // the classes are not needed
+  require_equal(back_alike, alike);
+}
+
+TEST_CASE("ContextAns rejects level classes that do not fit the residuals", "[encode][context-ans]") {
+  const residuals_t r(10, 0);
+  ContextAns::statistics stats;
+  CHECK_THROWS_WITH(stats.add(r, std::vector<std::uint8_t>(9, 0)), Catch::Contains("levels holds 9 classes for 10 residuals"));
+  CHECK_THROWS_WITH(stats.add(r, std::vector<std::uint8_t>(10, 3)), Catch::Contains("a class of 3; expected 0..2"));
+  stats.add(r, std::vector<std::uint8_t>(10, 2));
+  const ContextAns::model m = ContextAns::make_model(stats);
+  std::vector<std::byte> out(room_for(r.size()));
+  CHECK_THROWS_AS(ContextAns::encode_chunk(m, r, out, std::vector<std::uint8_t>(11, 0)), zcoll::argument_error);
+  std::vector<std::uint32_t> back(r.size());
+  CHECK_THROWS_AS(ContextAns::decode_chunk(m, out, back, std::vector<std::uint8_t>(10, 7)), zcoll::argument_error);
 }

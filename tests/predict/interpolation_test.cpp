@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
+#include <type_traits>
 #include <vector>
 
 #include "support/test_support.hpp"
@@ -160,6 +163,41 @@ TEST_CASE("Interpolation: each level's points get that level's bin width", "[pre
     }
   }
   CHECK(zcoll::predict::Interpolation<2>::width_candidates({.grid = grid, .method = prediction_method::lorenzo}).empty());
+}
+
+TEST_CASE("Interpolation: a point's level class is its level in the walk, 0, 1 or coarser", "[predict][interpolation]") {
+  // The walk gives each point its level's bin width; with a width of its own for each level, the width
+  // names the level the walk predicts the point at, which level_classes must give (capped at 2).
+  const auto check = [](auto n) {
+    constexpr unsigned N = decltype(n)::value;
+    using I = zcoll::predict::Interpolation<N>;
+    for (const auto& c : chunk_cases) {
+      for (auto p : I::candidates({.grid = c.grid})) {
+        p.level_widths = descending_widths;
+        INFO(N << "-D, grid " << c.grid.nx << " x " << c.grid.ny << ", first " << c.first << ", " << c.count
+                << " values, method " << static_cast<int>(p.method));
+        std::vector<std::uint8_t> levels(c.count, 0xEE);
+        I::level_classes(typename I::state(p, c.first, c.count), std::span(levels));
+        const auto widths = visits(interpolation_box::of_chunk(c.grid, N, c.first, c.count), p).width;
+        for (std::size_t i = 0; i < c.count; ++i) {
+          std::uint8_t expected = 0;
+          if (p.method != prediction_method::lorenzo) {
+            const auto level = static_cast<std::size_t>(
+                std::find(descending_widths.begin(), descending_widths.end(), widths[i]) - descending_widths.begin());
+            REQUIRE(level < descending_widths.size());
+            expected = static_cast<std::uint8_t>(std::min<std::size_t>(level, 2));
+          }
+          INFO("point " << i);
+          REQUIRE(levels[i] == expected);
+        }
+      }
+    }
+  };
+  check(std::integral_constant<unsigned, 1>{});
+  check(std::integral_constant<unsigned, 2>{});
+  check(std::integral_constant<unsigned, 3>{});
+  std::vector<std::uint8_t> none;
+  zcoll::predict::Interpolation<2>::level_classes({{.grid = {45, 37}}, 0, 0}, std::span(none));  // no points, no work
 }
 
 TEST_CASE("Interpolation: predictions are exact on linear data, cubic ones on cubic data", "[predict][interpolation]") {

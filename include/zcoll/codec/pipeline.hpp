@@ -372,6 +372,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
       prefix_bytes += write_parameter_section(grid, model, out.subspan(prefix_bytes));
       exec::for_each_range(exec, chunks, [&](std::size_t, std::size_t begin, std::size_t end) {
         detail::residual_scratch<std::int32_t> scratch(count, chunk_values);
+        detail::residual_scratch<std::uint8_t> level_room(count, chunk_values);
         typename B::context backend;
         std::byte* cursor = region_of(begin);
         for (std::size_t c = begin; c < end; ++c) {
@@ -385,7 +386,11 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
               residuals = scratch.get();
             }
             if (c + 1 < end) cache.prefetch(c + 1, chunk_of(c + 1).size());
-            size = chunk::code_chunk(values, cursor, model, residuals, cache.exceptions(c));
+            std::span<const std::uint8_t> levels;
+            if constexpr (chunk::codes_levels) {
+              if (model.uses_levels) levels = chunk::levels_of(state_of(c).predictor, values.size(), level_room.get());
+            }
+            size = chunk::code_chunk(values, cursor, model, residuals, cache.exceptions(c), levels);
           } else {
             auto state = state_of(c);
             size = chunk::compress_chunk(quantizer, fill, chunk_of(c), cursor, state, model, scratch.get());
@@ -566,6 +571,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
       std::vector<typename E::statistics> partial(exec::worker_count(exec, chunks));
       exec::for_each_range(exec, chunks, [&](std::size_t worker, std::size_t begin, std::size_t end) {
         detail::residual_scratch<std::int32_t> scratch(count, config_.chunk_values);
+        detail::residual_scratch<std::uint8_t> level_room(count, config_.chunk_values);
         for (std::size_t c = begin; c < end; ++c) {
           const std::span<const T> values = chunk_of(c);
           auto state = state_of(c);
@@ -574,7 +580,11 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
           chunk::residuals_of_chunk(quantizer, fill, values, state, residuals);
           const std::span<const std::int32_t> kept(residuals, values.size());
           if (cache.kept()) cache.keep(c, kept, state.exceptions);
-          partial[worker].add(kept);
+          if constexpr (chunk::codes_levels) {
+            partial[worker].add(kept, chunk::levels_of(state.predictor, values.size(), level_room.get()));
+          } else {
+            partial[worker].add(kept);
+          }
         }
       });
       for (const auto& p : partial) statistics.merge(p);
@@ -618,6 +628,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
     const auto& model = parameters.second;
     exec::for_each_range(exec, header.chunk_count, [&](std::size_t, std::size_t begin, std::size_t end) {
       detail::residual_scratch<std::uint32_t> residuals(codes_chunks ? out.size() : 0, header.chunk_values);
+      detail::residual_scratch<std::uint8_t> level_room(chunk::codes_levels ? out.size() : 0, header.chunk_values);
       typename B::context backend;
       std::size_t offset = layout.chunk_offset(static_cast<std::uint32_t>(begin));
       for (std::size_t c = begin; c < end; ++c) {
@@ -626,7 +637,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
         const auto values = out.subspan(first, std::min<std::size_t>(header.chunk_values, out.size() - first));
         const auto bytes = backend.unpack(in.subspan(offset, size), 1 + std::size_t{header.chunk_values} * sizeof(T));
         chunk::decompress_chunk(quantizer, fill, model, predictor_state(grid, first, header.chunk_values),
-                                residuals.get(), bytes, values, c);
+                                residuals.get(), chunk::codes_levels ? level_room.get() : nullptr, bytes, values, c);
         offset += size;
       }
     });

@@ -34,8 +34,8 @@ using EmbeddingHybrid = Hybrid<EmbeddingHuffman, EmbeddingLZ>;
 
 /// The high-ratio preset for scientific fields, SZ3's recipe on integer codes: multilevel interpolation
 /// or Lorenzo prediction, whichever predicts a sample of the data better (predict/interpolation.hpp),
-/// the residuals coded by rANS under nine contexts of the two residuals before each
-/// (encode/context_ans.hpp), and zstd over each chunk's bytes. The bound holds exactly and chunks code
+/// the residuals coded by rANS under nine contexts of the two residuals before each, times three of the
+/// walk's level where that saves bytes (encode/context_ans.hpp), and zstd over each chunk's bytes. The bound holds exactly and chunks code
 /// and decode in parallel. N = 1, 2 or 3: the predictor's axes, the last N extents of
 /// codec_config::shape (chunks default to 65536 values, or for N = 2 and 3 to the most whole planes of
 /// the shape that fit, when they make a multiple of 32). Compare them on your data: on the shared fields

@@ -22,9 +22,9 @@
 /// | bytes | field                                                                                     |
 /// |-------|-------------------------------------------------------------------------------------------|
 /// | 1     | tokens n (1..128): tokens 0..n-1 may occur                                                |
-/// | 2     | u16 mask: bit c set when context c (3 x the class of the previous residual + the class of |
-/// |       | the one before it; classes: 0 for 0, 1 for +-1, 2 for larger; 0 before a segment) has a   |
-/// |       | table                                                                                     |
+/// | 4     | u32 mask: bit c set when context c has a table: c = 9 x the residual's level class (0..2, |
+/// |       | given by the caller, 0 when it gives none) + 3 x the class of the previous residual + the |
+/// |       | class of the one before it (classes: 0 for 0, 1 for +-1, 2 for larger; 0 before a segment)|
 /// | ...   | per context with a table, the frequencies of tokens 0..n-1: f in 1..127 is one byte f,    |
 /// |       | f in 128..4096 the bytes 0x80 | (f & 0x7F), f >> 7; r zeros (1..256) the bytes 0, r - 1.  |
 /// |       | Each table sums to 4096.                                                                  |
@@ -45,6 +45,12 @@
 /// |       | t - c and, when x_s is below 2^15, x_s = x_s << 16 | the next word                        |
 ///
 /// Every state ends at 2^15 and every word and raw bit is read, or the chunk is malformed.
+///
+/// Level classes: a chunk predictor whose residuals differ by kind (an interpolation walk's levels: the
+/// finest level's residuals are nearly all 0 at a coarse bound, the coarser levels' are not) gives each
+/// residual its class, 0, 1 or 2, to the statistics, the encoder and the decoder alike; the stream does
+/// not hold them (the decoder's predictor knows them). Where the caller gives none, every residual is of
+/// class 0 and nine contexts are used.
 
 #include <cstddef>
 #include <cstdint>
@@ -61,10 +67,10 @@ namespace zcoll::encode {
 /// Context-modelled rANS coding of integer residuals, a chunk encoder (encode/concepts.hpp).
 ///
 ///     ContextAns::statistics stats;
-///     stats.add(residuals);                                  // every chunk's residuals
+///     stats.add(residuals, levels);                          // every chunk's residuals (levels: optional)
 ///     const auto model = ContextAns::make_model(stats);
-///     auto size = ContextAns::encode_chunk(model, residuals, out);   // nullopt: does not fit
-///     ContextAns::decode_chunk(model, in, decoded);
+///     auto size = ContextAns::encode_chunk(model, residuals, out, levels);   // nullopt: does not fit
+///     ContextAns::decode_chunk(model, in, decoded, levels);
 struct ContextAns {
   static constexpr std::uint8_t id = 4;
   static constexpr const char* name = "context-ans";
@@ -89,17 +95,27 @@ struct ContextAns {
   /// Reads and validates a model (format_error on anything malformed).
   static model read_model(byte_reader& in) { return detail::read_context_ans_model(in); }
 
+  /// The encoder takes each residual's level class (codec/pipeline.hpp passes a chunk predictor's).
+  static constexpr bool uses_levels = true;
+  static constexpr std::uint32_t level_classes = detail::ans_level_classes;
+
   /// Writes the chunk's residuals into `out`; the size, or nullopt when it does not fit. Writes nothing
-  /// past `out` (bytes of `out` past the returned size may have been overwritten).
+  /// past `out` (bytes of `out` past the returned size may have been overwritten). `levels`: one class
+  /// (0..2) a residual, or empty for all 0 (argument_error otherwise: detail::check_ans_levels).
   static std::optional<std::size_t> encode_chunk(const model& m, std::span<const std::int32_t> residuals,
-                                                 std::span<std::byte> out) {
-    return detail::context_ans_encode_chunk(m, residuals, out);
+                                                 std::span<std::byte> out, detail::ans_level_span levels = {}) {
+    detail::check_ans_levels(levels, residuals.size());
+    return detail::context_ans_encode_chunk(m, residuals, levels, out);
   }
 
-  /// Fills `residuals` (as two's-complement words) from the front of `in`; returns the bytes read.
-  static std::size_t decode_chunk(const model& m, std::span<const std::byte> in, std::span<std::uint32_t> residuals) {
-    return detail::context_ans_decode_chunk(m, in, residuals);
+  /// Fills `residuals` (as two's-complement words) from the front of `in`, given the level classes the
+  /// encoder was given; returns the bytes read.
+  static std::size_t decode_chunk(const model& m, std::span<const std::byte> in, std::span<std::uint32_t> residuals,
+                                  detail::ans_level_span levels = {}) {
+    detail::check_ans_levels(levels, residuals.size());
+    return detail::context_ans_decode_chunk(m, in, levels, residuals);
   }
+
 };
 
 static_assert(chunk_encoder<ContextAns>);

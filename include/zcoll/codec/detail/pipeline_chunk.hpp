@@ -56,6 +56,25 @@ struct pipeline_chunk {
   static constexpr bool codes_chunks = encode::chunk_encoder<E>;
   /// Chunk predictors predict a whole chunk's codes after the last block is quantized.
   static constexpr bool predicts_chunks = predict::chunk_predictor<P>;
+  /// The encoder codes each residual in the contexts of its level class, which the predictor gives
+  /// (encode::ContextAns with predict::Interpolation).
+  static constexpr bool codes_levels =
+      codes_chunks && requires { E::uses_levels; } &&
+      requires(const typename P::state& s, std::span<std::uint8_t> levels) { P::level_classes(s, levels); };
+
+  /// The level classes of a chunk's `count` residuals, written into `room` (chunk_values bytes), where
+  /// the encoder codes them; empty otherwise.
+  static std::span<const std::uint8_t> levels_of(const typename P::state& s, std::size_t count, std::uint8_t* room) {
+    if constexpr (codes_levels) {
+      static_assert(P::level_class_count <= E::level_classes, "the predictor has more level classes than the coder");
+      const std::span<std::uint8_t> levels(room, count);
+      P::level_classes(s, levels);
+      return levels;
+    } else {
+      (void)s, (void)count, (void)room;
+      return {};
+    }
+  }
 
   /// The per-chunk state of quantizing and predicting block after block, and the exceptions found.
   struct coder_state {
@@ -235,16 +254,27 @@ struct pipeline_chunk {
                                     const Model& model, std::int32_t* residuals) {
     if (!codes_usable(quantizer)) return write_verbatim(values, out);
     residuals_of_chunk(quantizer, fill, values, state, residuals);
-    return code_chunk(values, out, model, residuals, std::span<const block_exceptions>(state.exceptions));
+    std::vector<std::uint8_t> level_room(codes_levels ? values.size() : 0);
+    return code_chunk(values, out, model, residuals, std::span<const block_exceptions>(state.exceptions),
+                      levels_of(state.predictor, values.size(), level_room.data()));
   }
 
-  /// Writes one chunk at `out` with a chunk encoder from its residuals and exceptions.
+  /// Writes one chunk at `out` with a chunk encoder from its residuals, exceptions and level classes
+  /// (levels_of).
   template <floating_value T, class Model>
   static std::size_t code_chunk(std::span<const T> values, std::byte* out, const Model& model,
-                                const std::int32_t* residuals, std::span<const block_exceptions> exceptions) {
+                                const std::int32_t* residuals, std::span<const block_exceptions> exceptions,
+                                std::span<const std::uint8_t> levels) {
     std::byte* const limit = out + values.size_bytes();
-    const auto size = E::encode_chunk(model, std::span<const std::int32_t>(residuals, values.size()),
-                                      std::span<std::byte>(out + 1, static_cast<std::size_t>(limit - out - 1)));
+    const std::span<const std::int32_t> chunk_residuals(residuals, values.size());
+    const std::span<std::byte> room(out + 1, static_cast<std::size_t>(limit - out - 1));
+    std::optional<std::size_t> size;
+    if constexpr (codes_levels) {
+      size = E::encode_chunk(model, chunk_residuals, room, levels);
+    } else {
+      (void)levels;
+      size = E::encode_chunk(model, chunk_residuals, room);
+    }
     if (!size) return write_verbatim(values, out);
     return finish_chunk(exceptions, values, out, out + 1 + *size, limit);
   }
@@ -272,11 +302,12 @@ struct pipeline_chunk {
     return 1 + values.size_bytes();
   }
 
-  /// Decodes one chunk into `values`; `residuals` is scratch for a chunk encoder's whole chunk.
+  /// Decodes one chunk into `values`; `residuals` is scratch for a chunk encoder's whole chunk and
+  /// `level_room` for its level classes (chunk_values bytes, where codes_levels).
   template <floating_value T, class BlockQuantizer, class Model>
   static void decompress_chunk(const BlockQuantizer& quantizer, const std::optional<T>& fill, const Model& model,
-                               typename P::state state, std::uint32_t* residuals, std::span<const std::byte> chunk,
-                               std::span<T> values, std::size_t chunk_number) {
+                               typename P::state state, std::uint32_t* residuals, std::uint8_t* level_room,
+                               std::span<const std::byte> chunk, std::span<T> values, std::size_t chunk_number) {
     const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
     byte_reader in(chunk);
     const auto kind = static_cast<chunk_kind>(in.read<std::uint8_t>("chunk kind"));
@@ -300,7 +331,15 @@ struct pipeline_chunk {
     std::size_t offset = 1;
     const std::size_t blocks = (values.size() + block_values - 1) / block_values;
     if constexpr (codes_chunks) {
-      offset += E::decode_chunk(model, chunk.subspan(1), std::span<std::uint32_t>(residuals, values.size()));
+      const std::span<std::uint32_t> chunk_residuals(residuals, values.size());
+      if constexpr (codes_levels) {
+        // The classes are given where the stream's model has their contexts (ContextAns's choice).
+        const auto levels = model.uses_levels ? levels_of(state, values.size(), level_room) : std::span<const std::uint8_t>{};
+        offset += E::decode_chunk(model, chunk.subspan(1), chunk_residuals, levels);
+      } else {
+        (void)level_room;
+        offset += E::decode_chunk(model, chunk.subspan(1), chunk_residuals);
+      }
       std::fill(residuals + values.size(), residuals + blocks * block_values, 0u);
       if constexpr (predicts_chunks) P::inverse_chunk(state, std::span<std::uint32_t>(residuals, values.size()));
     }

@@ -74,15 +74,16 @@ inline void write_raw_bits(std::span<const std::int32_t> residuals, std::span<co
 }
 
 /// Writes the chunk into `out`: its size, or nullopt when it does not fit or a residual's token has no
-/// frequency in its context (the model was not built from this chunk's statistics). Uses the end of
-/// `out` as room for the words before moving them after the states.
+/// frequency in its context (the model was not built from this chunk's statistics). `levels`: the
+/// residuals' level classes, or empty (all 0). Uses the end of `out` as room for the words before
+/// moving them after the states.
 inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_model& m,
                                                            std::span<const std::int32_t> residuals,
-                                                           std::span<std::byte> out) {
+                                                           ans_level_span levels, std::span<std::byte> out) {
   const std::size_t count = residuals.size(), length = ans_segment_length(count);
   const auto symbol_room = std::make_unique_for_overwrite<std::uint16_t[]>(count);  // not zeroed: all written
   const std::span<std::uint16_t> symbols(symbol_room.get(), count);
-  context_ans_symbols(residuals, symbols);
+  context_ans_symbols(residuals, m.uses_levels ? levels : ans_level_span{}, symbols);
   std::uint64_t extra_bits = 0;
   std::size_t wide = 0;
   for (const std::int32_t r : residuals) {
@@ -201,11 +202,11 @@ class raw_bit_source {
   std::uint64_t position_ = 0;
 };
 
-/// Fills `residuals` from the front of `in`; returns the bytes read. Raises format_error on a chunk
-/// that reads past its parts, reaches a context the model has no table for, or does not end with the
-/// states it began with and every word and raw bit read.
-inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::span<const std::byte> in,
-                                            std::span<std::uint32_t> residuals) {
+/// context_ans_decode_chunk with (`level`, one class a residual) or without (nullptr) the level classes'
+/// contexts: two functions, so that each keeps its states and rows in registers.
+template <bool with_levels>
+std::size_t context_ans_decode_chunk_of(const context_ans_model& m, std::span<const std::byte> in,
+                                        const std::uint8_t* level, std::span<std::uint32_t> residuals) {
   byte_reader reader(in);
   const auto extra_bytes = reader.read<std::uint32_t>("context-ans chunk: raw-bit bytes");
   const auto word_count = reader.read<std::uint32_t>("context-ans chunk: word count");
@@ -226,7 +227,8 @@ inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::spa
   const std::byte* word = words.data();
   const std::byte* const words_end = word + words.size();
   bool overrun = false;  // a read past the words, raised after the loops
-  // One residual of a segment whose state is x and whose context's table row starts at `row`. The
+  // One residual of a segment whose state is x and whose magnitude context's table row starts at `row`
+  // (the residual's level class adds 9 rows, off the state's chain of lookups). The
   // renormalization shifts by 0 or 16 and masks rather than selects, which compilers turn into a branch
   // that goes either way at the fine bounds. `checked`: the words may end here. `few_raw_bits`: the
   // chunk's tokens rarely have raw bits, so a branch, which then goes one way, skips the raw bits' read
@@ -235,12 +237,14 @@ inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::spa
                                                           std::bool_constant<checked>,
                                                           std::bool_constant<few_raw_bits>) ZCOLL_LAMBDA_ALWAYS_INLINE {
     const std::uint32_t slot = x & (ans_scale - 1);
-    const std::uint32_t token = slot_token[row + slot];
-    const std::uint32_t entry = frequencies[(row >> (ans_scale_bits - token_bits)) + token];
+    std::uint32_t context_row = row;
+    if constexpr (with_levels) context_row += level[i] * (ans_magnitude_contexts << ans_scale_bits);
+    const std::uint32_t token = slot_token[context_row + slot];
+    const std::uint32_t entry = frequencies[(context_row >> (ans_scale_bits - token_bits)) + token];
     const std::uint32_t frequency = entry & 0xFFFFu;
     if (frequency == 0) [[unlikely]] {
       throw format_error("context-ans chunk: residual " + std::to_string(i) + " is in context " +
-                         std::to_string(row >> ans_scale_bits) + ", which the stream's model has no table for");
+                         std::to_string(context_row >> ans_scale_bits) + ", which the stream's model has no table for");
     }
     x = frequency * (x >> ans_scale_bits) + slot - (entry >> 16);
     const auto renormalize = static_cast<std::uint32_t>(x < ans_state_low);
@@ -302,6 +306,16 @@ inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::spa
                        " bytes of raw bits, not all read or not zero-padded");
   }
   return reader.offset();
+}
+
+/// Fills `residuals` from the front of `in`, given their level classes (`levels`: as many, or empty for
+/// all 0, as the encoder was given; used where the model has their contexts); returns the bytes read.
+/// Raises format_error on a chunk that reads past its parts, reaches a context the model has no table
+/// for, or does not end with the states it began with and every word and raw bit read.
+inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::span<const std::byte> in,
+                                            ans_level_span levels, std::span<std::uint32_t> residuals) {
+  if (m.uses_levels && !levels.empty()) return context_ans_decode_chunk_of<true>(m, in, levels.data(), residuals);
+  return context_ans_decode_chunk_of<false>(m, in, nullptr, residuals);
 }
 
 }  // namespace zcoll::encode::detail

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -68,11 +69,17 @@ inline constexpr auto ans_token_extra_width = [] {
   return width;
 }();
 
-/// A residual's context is the magnitude class of the two residuals before it in its segment of the
-/// chunk (0, +-1, or larger; residuals before the segment's first count as 0): 3 x 3 classes. Measured on HighRatio's
-/// residuals (docs/performance.md, issue 21), these nine contexts take the entropy at 1e-2 from 0.574 to
-/// 0.551 bits a value on ECHAM5 and from 0.808 to 0.739 on Penobscot.
-inline constexpr std::uint32_t ans_context_count = 9;
+/// A residual's context is its level class (given by the caller: 0, 1 or 2) and the magnitude class of
+/// the two residuals before it in its segment of the chunk (0, +-1, or larger; residuals before the
+/// segment's first count as 0): 3 x 3 x 3 contexts, 9 x level class + 3 x class(previous) + class(before).
+/// Measured on HighRatio's residuals (docs/performance.md, issue 21), the nine magnitude contexts take the
+/// entropy at 1e-2 from 0.574 to 0.551 bits a value on ECHAM5 and from 0.808 to 0.739 on Penobscot; the
+/// level class (an interpolation walk's level: stride 1, 2, or coarser) takes ECHAM5's ratio at 1e-2 from
+/// 56.7 to 64.8 and Penobscot's from 45.0 to 48.7: at a coarse bound the finest level's residuals are
+/// nearly all 0 and the coarser levels' are not.
+inline constexpr std::uint32_t ans_level_classes = 3;
+inline constexpr std::uint32_t ans_magnitude_contexts = 9;
+inline constexpr std::uint32_t ans_context_count = ans_level_classes * ans_magnitude_contexts;
 
 /// The class of a token, or alike of a zigzag symbol (a symbol below 16 is its token, a larger one has a
 /// token above 2).
@@ -83,7 +90,8 @@ constexpr std::uint32_t ans_context(std::uint32_t previous, std::uint32_t before
   return 3 * ans_class(previous) + ans_class(before_previous);
 }
 
-/// Frequencies are normalized to 2^12 per context: the decoder's table of tokens by slot is then 9 x 4 KiB.
+/// Frequencies are normalized to 2^12 per context: the decoder's table of tokens by slot is then 27 x 4 KiB
+/// (the contexts a stream uses: nine for a Lorenzo walk, whose residuals are all of level class 0).
 inline constexpr unsigned ans_scale_bits = 12;
 inline constexpr std::uint32_t ans_scale = 1u << ans_scale_bits;
 
@@ -94,11 +102,12 @@ inline constexpr std::uint32_t ans_scale = 1u << ans_scale_bits;
 inline constexpr std::size_t ans_segments = 4;
 constexpr std::size_t ans_segment_length(std::size_t residuals) { return (residuals + ans_segments - 1) / ans_segments; }
 
-/// Where the decoder's table row of a context starts, after a token in context c: the row of context
-/// 3 class(token) + class(previous), with class(previous) = c / 3. Indexed by c * 128 + token.
+/// Where the decoder's table row of a magnitude context starts, after a token in magnitude context c:
+/// the row of context 3 class(token) + class(previous), with class(previous) = c / 3 (the level class's
+/// rows are added apart). Indexed by c * 128 + token.
 inline constexpr auto ans_next_row = [] {
-  std::array<std::uint16_t, ans_context_count * ans_token_count> next{};
-  for (std::uint32_t c = 0; c < ans_context_count; ++c) {
+  std::array<std::uint16_t, ans_magnitude_contexts * ans_token_count> next{};
+  for (std::uint32_t c = 0; c < ans_magnitude_contexts; ++c) {
     for (std::uint32_t t = 0; t < ans_token_count; ++t) {
       next[c * ans_token_count + t] = static_cast<std::uint16_t>((3 * ans_class(t) + c / 3) << ans_scale_bits);
     }
@@ -106,18 +115,39 @@ inline constexpr auto ans_next_row = [] {
   return next;
 }();
 
+/// The level classes of a chunk's residuals, one byte each (0..ans_level_classes - 1), or empty: all 0.
+using ans_level_span = std::span<const std::uint8_t>;
+
+/// argument_error unless `levels` is empty or holds a class below ans_level_classes for each of `count`
+/// residuals: a class indexes the coder's tables.
+inline void check_ans_levels(ans_level_span levels, std::size_t count) {
+  if (levels.empty()) return;
+  if (levels.size() != count) {
+    throw argument_error("ContextAns: levels holds " + std::to_string(levels.size()) + " classes for " +
+                         std::to_string(count) + " residuals; expected one a residual, or none");
+  }
+  const std::uint8_t highest = *std::max_element(levels.begin(), levels.end());
+  if (highest >= ans_level_classes) {
+    throw argument_error("ContextAns: levels holds a class of " + std::to_string(highest) + "; expected 0.." +
+                         std::to_string(ans_level_classes - 1));
+  }
+}
+
 /// Each residual's context and token as one index into the model's tables (context * 128 + token),
-/// segment by segment (ans_segment_length). A residual's context depends on the two residuals before
-/// it, not on a running state, so the loop is elementwise and compilers vectorize it.
-inline void context_ans_symbols(std::span<const std::int32_t> residuals, std::span<std::uint16_t> symbols) {
+/// segment by segment (ans_segment_length). A residual's context depends on its level class and the two
+/// residuals before it, not on a running state, so the loop is elementwise and compilers vectorize it.
+inline void context_ans_symbols(std::span<const std::int32_t> residuals, ans_level_span levels,
+                                std::span<std::uint16_t> symbols) {
   const std::size_t count = residuals.size(), length = ans_segment_length(count);
   const std::int32_t* const r = residuals.data();
+  const std::uint8_t* const level = levels.empty() ? nullptr : levels.data();
   std::uint16_t* const out = symbols.data();
   for (std::size_t first = 0; first < count; first += length) {
     const std::size_t end = std::min(count, first + length);
     // The symbol of residual i after the zigzag symbols `previous` and `before_previous`.
     const auto symbol_at = [&](std::size_t i, std::uint32_t previous, std::uint32_t before_previous) {
-      return static_cast<std::uint16_t>(ans_context(previous, before_previous) * ans_token_count +
+      const std::uint32_t level_rows = level != nullptr ? ans_magnitude_contexts * level[i] : 0u;
+      return static_cast<std::uint16_t>((level_rows + ans_context(previous, before_previous)) * ans_token_count +
                                         ans_token_of(zigzag(r[i])).token);
     };
     if (first < end) out[first] = symbol_at(first, 0, 0);
@@ -129,11 +159,13 @@ inline void context_ans_symbols(std::span<const std::int32_t> residuals, std::sp
 /// Token counts per context over the residuals of every chunk of a stream.
 class context_ans_statistics {
  public:
-  /// Adds one chunk's residuals.
-  void add(std::span<const std::int32_t> residuals) {
+  /// Adds one chunk's residuals, of the given level classes (empty: all 0; else one a residual, each
+  /// below ans_level_classes: argument_error otherwise).
+  void add(std::span<const std::int32_t> residuals, ans_level_span levels = {}) {
+    check_ans_levels(levels, residuals.size());
     const auto symbol_room = std::make_unique_for_overwrite<std::uint16_t[]>(residuals.size());  // all written
     const std::span<std::uint16_t> symbols(symbol_room.get(), residuals.size());
-    context_ans_symbols(residuals, symbols);
+    context_ans_symbols(residuals, levels, symbols);
     // Four tables of counts, taking turns: consecutive residuals often share a symbol (the zeros of a
     // coarse bound), and one table would chain each increment to the store of the one before. (32-bit
     // counts: a chunk holds at most 2^20 residuals.)
@@ -191,15 +223,26 @@ struct context_ans_model {
   /// The encoder's division by each frequency, as a multiplication (ans_divisor).
   std::vector<ans_divisor> divisors;
   /// Decoder: per context (rows of 2^12) and slot, the token whose cumulative range holds the slot, and
-  /// with it the token's frequency_table entry. 36 KiB, so that the decoder's lookups stay in a core's
-  /// first-level cache: they are the critical path of its state chains. A context that never occurred
+  /// with it the token's frequency_table entry. 108 KiB for the 27 contexts; the nine of the finest level,
+  /// which most residuals take, 36 KiB, so that most lookups stay in a core's first-level cache: they are
+  /// the critical path of its state chains. A context that never occurred
   /// has token 0 in every slot and no frequency for it, which the decoder rejects.
   std::vector<std::uint8_t> slot_token;
   std::vector<std::byte> serialized;
+  /// Whether a context of level class 1 or 2 has a table: only then do the chunks' residuals take their
+  /// level classes' contexts (make_context_ans_model's choice); else every residual's context is one of
+  /// the nine of class 0, whatever levels the caller gives.
+  bool uses_levels = false;
 };
 
-/// The largest model: tokens (u8), the context mask (u16), and per context at most two bytes a token.
-inline constexpr std::size_t context_ans_max_model_bytes = 3 + ans_context_count * ans_token_count * 2;
+/// The level classes' contexts are kept where they save at least this share of the tokens' bits: they
+/// slow the decoder (its table of 27 contexts outgrows the first-level cache; HighRatio decompression
+/// 0.8x at relative 1e-2), which a saving of 2-4 % at 1e-3 and 1e-4 does not pay for, and one of 5-20 % at
+/// 1e-2 and coarser does (docs/performance.md, issue 21).
+inline constexpr double ans_level_contexts_saving = 0.05;
+
+/// The largest model: tokens (u8), the context mask (u32), and per context at most two bytes a token.
+inline constexpr std::size_t context_ans_max_model_bytes = 5 + ans_context_count * ans_token_count * 2;
 
 /// Counts scaled to frequencies summing to exactly 2^12, every counted token at least 1.
 inline std::array<std::uint16_t, ans_token_count> normalize_frequencies(std::span<const std::uint64_t> counts) {
@@ -247,7 +290,7 @@ inline void build_context_ans_tables(context_ans_model& m) {
   }
 }
 
-/// Model format: u8 tokens (1..128), u16 mask of the contexts that have a table, then for each such
+/// Model format: u8 tokens (1..128), u32 mask of the contexts that have a table, then for each such
 /// context in order the frequencies of tokens 0..tokens-1: a frequency f in 1..127 is one byte f; 128..4096
 /// two bytes, 0x80 | (f & 0x7F) then f >> 7; a run of r zeros (1..256) is the byte 0 then r - 1. Each
 /// table sums to 2^12.
@@ -259,8 +302,7 @@ inline void serialize_context_ans_model(context_ans_model& m) {
     if (std::any_of(m.frequency[c].begin(), m.frequency[c].end(), [](auto f) { return f != 0; })) mask |= 1u << c;
   }
   put(m.tokens);
-  put(mask & 0xFF);
-  put(mask >> 8);
+  for (unsigned shift = 0; shift < 32; shift += 8) put(mask >> shift & 0xFF);
   for (std::uint32_t c = 0; c < ans_context_count; ++c) {
     if ((mask >> c & 1) == 0) continue;
     for (std::uint32_t t = 0; t < m.tokens;) {
@@ -284,16 +326,41 @@ inline void serialize_context_ans_model(context_ans_model& m) {
   }
 }
 
+/// The bits of coding `counts` with their own frequencies: the empirical entropy times their number.
+inline double ans_coded_bits(std::span<const std::uint64_t> counts) {
+  double total = 0.0, bits = 0.0;
+  for (const std::uint64_t c : counts) total += static_cast<double>(c);
+  for (const std::uint64_t c : counts) {
+    if (c != 0) bits += static_cast<double>(c) * std::log2(total / static_cast<double>(c));
+  }
+  return bits;
+}
+
+/// The model of the statistics: the contexts of every level class where they save at least
+/// ans_level_contexts_saving of the tokens' bits against the nine of class 0 alone (each class's counts
+/// added into them), else those nine.
 inline context_ans_model make_context_ans_model(const context_ans_statistics& stats) {
   context_ans_model m;
+  std::array<std::array<std::uint64_t, ans_token_count>, ans_context_count> counts{};
+  std::array<std::array<std::uint64_t, ans_token_count>, ans_magnitude_contexts> merged{};
   std::uint32_t last_used = 0;
   for (std::uint32_t c = 0; c < ans_context_count; ++c) {
-    std::array<std::uint64_t, ans_token_count> counts{};
     for (std::uint32_t t = 0; t < ans_token_count; ++t) {
-      counts[t] = stats.count(c, t);
-      if (counts[t] != 0) last_used = std::max(last_used, t);
+      counts[c][t] = stats.count(c, t);
+      merged[c % ans_magnitude_contexts][t] += counts[c][t];
+      if (counts[c][t] != 0) last_used = std::max(last_used, t);
     }
-    m.frequency[c] = normalize_frequencies(counts);
+  }
+  double level_bits = 0.0, merged_bits = 0.0;
+  for (const auto& c : counts) level_bits += ans_coded_bits(c);
+  for (const auto& c : merged) merged_bits += ans_coded_bits(c);
+  m.uses_levels = level_bits < (1.0 - ans_level_contexts_saving) * merged_bits;
+  for (std::uint32_t c = 0; c < ans_context_count; ++c) {
+    if (m.uses_levels) {
+      m.frequency[c] = normalize_frequencies(counts[c]);
+    } else if (c < ans_magnitude_contexts) {
+      m.frequency[c] = normalize_frequencies(merged[c]);
+    }
   }
   m.tokens = last_used + 1;
   build_context_ans_tables(m);
@@ -308,7 +375,8 @@ inline context_ans_model read_context_ans_model(byte_reader& in) {
     throw format_error("context-ans model: token count " + std::to_string(m.tokens) + ", expected 1.." +
                        std::to_string(ans_token_count));
   }
-  const auto mask = in.read<std::uint16_t>("context-ans model: context mask");
+  static_assert(ans_context_count < 32, "the context mask is a u32");
+  const auto mask = in.read<std::uint32_t>("context-ans model: context mask");
   if (mask >> ans_context_count != 0) {
     throw format_error("context-ans model: context mask " + std::to_string(mask) + " names contexts past the " +
                        std::to_string(ans_context_count));
@@ -343,6 +411,7 @@ inline context_ans_model read_context_ans_model(byte_reader& in) {
                          std::to_string(sum) + ", expected " + std::to_string(ans_scale));
     }
   }
+  m.uses_levels = (mask >> ans_magnitude_contexts) != 0;
   build_context_ans_tables(m);
   serialize_context_ans_model(m);
   return m;
