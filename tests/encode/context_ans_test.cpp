@@ -392,7 +392,10 @@ std::pair<residuals_t, std::vector<std::uint8_t>> leveled_residuals(std::mt19937
 
 TEST_CASE("ContextAns codes residuals in the contexts of their level classes where that pays", "[encode][context-ans]") {
   std::mt19937_64 rng(zcoll_test::seed + 309);
-  const auto [r, levels] = leveled_residuals(rng, 40000);
+  // (Not a structured binding: clang 14 does not let a lambda capture one.)
+  const auto generated = leveled_residuals(rng, 40000);
+  const residuals_t& r = generated.first;
+  const std::vector<std::uint8_t>& levels = generated.second;
   ContextAns::statistics with, without;
   with.add(r, levels);
   without.add(r);
