@@ -430,27 +430,10 @@ TEST_CASE("ContextAns codes residuals in the contexts of their level classes whe
     CHECK_FALSE(std::equal(back.begin(), back.end(), r.begin(),
                            [](std::uint32_t a, std::int32_t b) { return a == static_cast<std::uint32_t>(b); }));
   }
-  // Every truncation is a format error, corruptions decode in bounds or are one (the guarded buffers).
-  for (std::size_t n = 0; n < chunk.size(); n += 1 + n / 64) {
-    auto truncated = guarded_buffer<std::byte>::copy_of(std::span<const std::byte>(chunk).first(n));
-    INFO("truncated to " << n);
-    REQUIRE_THROWS_AS(ContextAns::decode_chunk(leveled, truncated.span(), back, levels), zcoll::format_error);
-  }
-  std::size_t rejected = 0;
-  for (std::size_t at = 0; at < chunk.size(); at += 1 + at / 64) {
-    std::vector<std::byte> bad = chunk;
-    bad[at] ^= static_cast<std::byte>(1 + rng() % 255);
-    auto damaged = guarded_buffer<std::byte>::copy_of(bad);
-    std::size_t used = 0;
-    try {
-      used = ContextAns::decode_chunk(leveled, damaged.span(), back, levels);
-    } catch (const zcoll::format_error&) {
-      ++rejected;
-    }
-    REQUIRE(used <= bad.size());
-  }
-  CHECK(rejected > 0);
-  // Round trips through the model's bytes, and the 33 first residuals with their classes.
+  // Every truncation is a format error, trailing bytes are not read, corruptions decode in bounds or are
+  // one (the guarded buffers).
+  CHECK(zcoll_test::check_damaged_chunk<ContextAns>(leveled, chunk, r.size(), rng, true, levels).rejected > 0);
+  // The model's bytes read back to the same tables, its level classes' contexts with them.
   const ContextAns::model reread = read_back<ContextAns>(written_model<ContextAns>(leveled));
   CHECK(reread.uses_levels);
   CHECK(reread.frequency == leveled.frequency);

@@ -70,24 +70,32 @@ struct damage_outcome {
   std::size_t trials = 0;
 };
 
-/// decode_chunk of `chunk` (of `count` residuals): every truncation raises format_error, bytes after
-/// the chunk are not read, and single-byte corruptions (3 random ones at every `stride`-th byte, the
-/// stride growing by one every 64 bytes when `sparse`) raise format_error or decode without reading
-/// past the chunk.
+/// decode_chunk of `chunk` (of `count` residuals; with an encoder that takes them, of the level classes
+/// `levels`): every truncation raises format_error, bytes after the chunk are not read, and single-byte
+/// corruptions (3 random ones at every `stride`-th byte, the stride growing by one every 64 bytes when
+/// `sparse`) raise format_error or decode without reading past the chunk.
 template <class E>
 damage_outcome check_damaged_chunk(const typename E::model& m, const std::vector<std::byte>& chunk, std::size_t count,
-                                   std::mt19937_64& rng, bool sparse) {
+                                   std::mt19937_64& rng, bool sparse, std::span<const std::uint8_t> levels = {}) {
   std::vector<std::uint32_t> out(count);
+  const auto decode = [&](std::span<const std::byte> in) {
+    if constexpr (requires { E::uses_levels; }) {
+      return E::decode_chunk(m, in, out, levels);
+    } else {
+      REQUIRE(levels.empty());
+      return E::decode_chunk(m, in, out);
+    }
+  };
   for (std::size_t n = 0; n < chunk.size(); ++n) {
     auto truncated = guarded_buffer<std::byte>::copy_of(std::span<const std::byte>(chunk).first(n));
     INFO("truncated to " << n);
-    REQUIRE_THROWS_AS(E::decode_chunk(m, truncated.span(), out), zcoll::format_error);
+    REQUIRE_THROWS_AS(decode(truncated.span()), zcoll::format_error);
   }
   // Trailing bytes are not read: the caller sees where the chunk ends.
   std::vector<std::byte> longer = chunk;
   longer.insert(longer.end(), 9, std::byte{0xFF});
   auto guarded = guarded_buffer<std::byte>::copy_of(longer);
-  CHECK(E::decode_chunk(m, guarded.span(), out) == chunk.size());
+  CHECK(decode(guarded.span()) == chunk.size());
   damage_outcome outcome;
   for (std::size_t at = 0; at < chunk.size(); at += sparse ? 1 + at / 64 : 1) {
     for (int k = 0; k < 3; ++k) {
@@ -97,7 +105,7 @@ damage_outcome check_damaged_chunk(const typename E::model& m, const std::vector
       ++outcome.trials;
       std::size_t used = 0;
       try {
-        used = E::decode_chunk(m, g.span(), out);
+        used = decode(g.span());
       } catch (const zcoll::format_error&) {
         ++outcome.rejected;
       }
