@@ -275,6 +275,24 @@ TEST_CASE("BitShuffle sums a block's residuals on its planes as decoding and add
       REQUIRE(BitShuffle::residual_sum(block.data()) == decoded_sum(block));
     }
   }
+  SECTION("runs of blocks through residual_sums: each take() is the sum of the blocks added since the last") {
+    BitShuffle::residual_sums sums;
+    REQUIRE(sums.take() == 0u);
+    for (int run = 0; run < 400; ++run) {
+      const auto length = static_cast<int>(rng() % 40);
+      std::uint32_t expected = 0;
+      for (int k = 0; k < length; ++k) {
+        // Mostly the widths of the vector form (up to 16 planes), some wider, some of 0 planes.
+        const auto planes = static_cast<unsigned>(rng() % 4 == 0 ? rng() % 33 : rng() % 17);
+        const auto block = arbitrary_block(rng, planes);
+        sums.add(block.data());
+        expected += decoded_sum(block);
+      }
+      INFO("run " << run << " of " << length << " blocks");
+      REQUIRE(sums.take() == expected);
+    }
+    REQUIRE(sums.take() == 0u);
+  }
 }
 
 TEST_CASE("BitShuffle adds two blocks on their bit planes to the encoder's block of the sum", "[encode][bitshuffle]") {

@@ -62,6 +62,45 @@ struct BitShuffle {
     return sum;
   }
 
+  /// The sum of the residuals of a run of blocks (zcoll::add's exception path skips the blocks between
+  /// those it decodes), modulo 2^32: take() gives what the blocks added since the last take() sum to,
+  /// as residual_sum of each would. Where the CPU has AVX-512's popcount, the blocks of up to 16 planes
+  /// add their planes' balances in one vector, weighted and summed across lanes only in take()
+  /// (docs/performance.md, issue 19's eighth round); wider blocks add their residual_sum.
+  class residual_sums {
+   public:
+    /// Adds the block at `block`, whose block_bytes(block[0]) bytes the caller has checked are there.
+    ZCOLL_ALWAYS_INLINE void add(const std::byte* block) {
+#if ZCOLL_HAS_AVX512_POPCOUNT
+      const unsigned planes = std::to_integer<unsigned>(block[0]);
+      if (planes <= 16) {
+        // A block of 0 planes is its one byte: no signs to read, and no plane loaded.
+        const std::uint32_t negative = planes > 0 ? detail::bitshuffle_word(block + 1) : 0u;
+        balance_ = _mm512_add_epi32(balance_, detail::bitshuffle_plane_balance_16(block + 5, planes, negative));
+        return;
+      }
+#endif
+      sum_ += residual_sum(block);
+    }
+
+    /// The sum of the blocks added since the last take(), which starts the next run.
+    ZCOLL_ALWAYS_INLINE std::uint32_t take() {
+      std::uint32_t sum = sum_;
+      sum_ = 0;
+#if ZCOLL_HAS_AVX512_POPCOUNT
+      sum += detail::bitshuffle_weighted_sum_16(balance_);
+      balance_ = _mm512_setzero_si512();
+#endif
+      return sum;
+    }
+
+   private:
+    std::uint32_t sum_ = 0;
+#if ZCOLL_HAS_AVX512_POPCOUNT
+    __m512i balance_ = _mm512_setzero_si512();
+#endif
+  };
+
   /// Writes the block of the sum of the whole blocks at `a` and `b` at `out` (room for max_block_bytes)
   /// and returns its size: the bytes encode_block writes for the sum of their residuals (modulo 2^32),
   /// computed on the bit planes without decoding (detail/bitshuffle_block_sum.hpp).

@@ -45,6 +45,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "zcoll/codec/detail/exception_section.hpp"
@@ -113,10 +114,12 @@ struct pipeline_add {
   /// Without prediction a code is its residual; with Lorenzo it is a sum of the chunk's residuals.
   static constexpr bool codes_are_residuals = std::is_same_v<P, predict::None>;
   /// A block without exception lanes moves the predictor on by the sum of its residuals alone (1-D
-  /// Lorenzo, where the encoder can sum a block without decoding it: BitShuffle).
-  static constexpr bool skips_blocks_by_sum = requires(typename P::state& s, const std::byte* block) {
-    P::skip_block(s, E::residual_sum(block));
-  };
+  /// Lorenzo, where the encoder can sum blocks without decoding them: BitShuffle).
+  static constexpr bool skips_blocks_by_sum =
+      requires(typename P::state& s, typename E::residual_sums sums, const std::byte* block) {
+        sums.add(block);
+        P::skip_block(s, sums.take());
+      };
 
   /// Writes the sum of chunks `a` and `b` (each of `n` values) at `out` (room for 1 + n·sizeof(T)
   /// bytes); returns its size. `new_state()` makes the predictor's state at the chunk's start.
@@ -261,24 +264,27 @@ struct pipeline_add {
 
   /// The exception lanes of chunk `c` (coded, n values) into `lanes` (one mask per block), the outliers
   /// among them into `outliers`, and their values into `values`, from its section at `section` (none for
-  /// a chunk coded without exceptions).
+  /// a chunk coded without exceptions); returns one past the last block holding one (0: none).
   template <floating_value T>
-  static void read_exception_lanes(const std::optional<T>& fill, std::span<const std::byte> c, std::size_t section,
+  static std::size_t read_exception_lanes(const std::optional<T>& fill, std::span<const std::byte> c, std::size_t section,
                                    std::size_t n, T* values, block_mask* lanes, block_mask* outliers,
                                    std::size_t chunk_number) {
     std::fill_n(lanes, (n + block_values - 1) / block_values, block_mask{0});
     std::fill_n(outliers, (n + block_values - 1) / block_values, block_mask{0});
-    if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) return;
+    if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) return 0;
     const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
+    std::size_t last = 0;
     const auto read = apply_exception_section(c.data() + section, c.size() - section, fill.has_value(), fill.value_or(T(0)),
                                               values, n, [&](std::size_t block, block_mask f, block_mask o) {
                                                 lanes[block] = f | o;
                                                 outliers[block] = o;
+                                                if ((f | o) != 0) last = std::max(last, block + 1);
                                               });
     if (read.fault != exception_fault::none) {
       throw format_error(where() + "exception section, entry " + std::to_string(read.entry) + ": " + to_string(read.fault));
     }
     if (section + read.bytes != c.size()) throw format_error(where() + "bytes left after the exception section");
+    return last;
   }
 
   /// The sum's exceptions when either chunk has some, its blocks already written up to `cursor` (block
@@ -294,11 +300,10 @@ struct pipeline_add {
                                                         std::size_t section_b, std::size_t n, std::byte* out,
                                                         std::byte* cursor, chunk_sum_buffers<T>& s,
                                                         std::size_t chunk_number) {
-    read_exception_lanes<T>(fill, a, section_a, n, s.values_a.get(), s.lanes_a.get(), s.outliers_a.get(), chunk_number);
-    read_exception_lanes<T>(fill, b, section_b, n, s.values_b.get(), s.lanes_b.get(), s.outliers_b.get(), chunk_number);
-    const std::size_t blocks = (n + block_values - 1) / block_values;
-    std::size_t last = 0;  // one past the last block with an exception lane
-    for (std::size_t k = 0; k < blocks; ++k) last = (s.lanes_a[k] | s.lanes_b[k]) != 0 ? k + 1 : last;
+    // One past the last block with an exception lane in either chunk.
+    const std::size_t last = std::max(
+        read_exception_lanes<T>(fill, a, section_a, n, s.values_a.get(), s.lanes_a.get(), s.outliers_a.get(), chunk_number),
+        read_exception_lanes<T>(fill, b, section_b, n, s.values_b.get(), s.lanes_b.get(), s.outliers_b.get(), chunk_number));
 
     const bool has_fill = fill.has_value();
     const bits_of<T> fill_bits = std::bit_cast<bits_of<T>>(fill.value_or(T(0)));
@@ -309,6 +314,14 @@ struct pipeline_add {
     alignas(64) std::uint32_t codes_a[block_values], codes_b[block_values];
     alignas(64) T block_a[block_values], block_b[block_values];
     std::size_t at_a = 1, at_b = 1;
+    // The residuals of the blocks skipped since the last one decoded, each chunk's (skips_blocks_by_sum).
+    [[maybe_unused]] auto [skipped_a, skipped_b] = [] {
+      if constexpr (skips_blocks_by_sum) {
+        return std::pair<typename E::residual_sums, typename E::residual_sums>{};
+      } else {
+        return std::pair<int, int>{};
+      }
+    }();
     s.exceptions.clear();
     for (std::size_t k = 0; k < last; ++k) {
       const block_mask either = s.lanes_a[k] | s.lanes_b[k];
@@ -323,13 +336,17 @@ struct pipeline_add {
       // The predictor moves on past every block: by the residual sums where no value is needed, else
       // by the codes (without prediction nothing carries from block to block).
       if (!fill_alike || !(skips_blocks_by_sum || codes_are_residuals)) {
+        if constexpr (skips_blocks_by_sum) {
+          P::skip_block(state_a, skipped_a.take());
+          P::skip_block(state_b, skipped_b.take());
+        }
         E::decode_checked_block(encoded_a, codes_a);
         E::decode_checked_block(encoded_b, codes_b);
         P::inverse(state_a, codes_a);
         P::inverse(state_b, codes_b);
       } else if constexpr (skips_blocks_by_sum) {
-        P::skip_block(state_a, E::residual_sum(encoded_a));
-        P::skip_block(state_b, E::residual_sum(encoded_b));
+        skipped_a.add(encoded_a);
+        skipped_b.add(encoded_b);
       }
       if (fill_alike) {  // either == 0 too: no lane to sum
         if (either != 0) {

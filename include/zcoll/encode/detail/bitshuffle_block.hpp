@@ -258,26 +258,41 @@ ZCOLL_HOST_DEVICE ZCOLL_ALWAYS_INLINE void bitshuffle_decode_block(unsigned plan
 }
 
 #if ZCOLL_HAS_AVX512_POPCOUNT
-/// BitShuffle::residual_sum of a block of at most 16 planes (at `planes_at`, signs `negative`), every
-/// plane in one vector lane: no loop, whose exit the widths of consecutive blocks would mispredict
-/// (measured: the loop was a quarter of the add's time on ECHAM5 at relative 1e-4, whose chunks have
-/// exception lanes). The same sum modulo 2^32. Only zero-masking AVX-512 forms: GCC 12's unmasked ones
-/// start from an undefined vector and warn (-Wmaybe-uninitialized) where they are inlined.
-inline std::uint32_t bitshuffle_residual_sum_16(const std::byte* planes_at, unsigned planes,
-                                                std::uint32_t negative) {
+/// The balance of each plane of a block of at most 16 planes (at `planes_at`, signs `negative`): in
+/// dword lane p, the count of positive lanes holding bit p less the count of negative ones. Every plane
+/// in one vector lane: no loop, whose exit the widths of consecutive blocks would mispredict (measured:
+/// the loop was a quarter of the add's time on ECHAM5 at relative 1e-4, whose chunks have exception
+/// lanes). Balances add as vectors, so a run of blocks is weighted and summed across lanes once
+/// (bitshuffle_weighted_sum_16). Only zero-masking AVX-512 forms: GCC 12's unmasked ones start from an
+/// undefined vector and warn (-Wmaybe-uninitialized) where they are inlined.
+ZCOLL_ALWAYS_INLINE __m512i bitshuffle_plane_balance_16(const std::byte* planes_at, unsigned planes,
+                                                       std::uint32_t negative) {
   constexpr __mmask16 all = 0xFFFF;
   const __m512i plane = _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << planes) - 1), planes_at);
   const __m512i sign = _mm512_set1_epi32(static_cast<int>(negative));
   const __m512i up = _mm512_maskz_popcnt_epi32(all, _mm512_maskz_andnot_epi32(all, sign, plane));
   const __m512i down = _mm512_maskz_popcnt_epi32(all, _mm512_maskz_and_epi32(all, sign, plane));
+  return _mm512_sub_epi32(up, down);
+}
+
+/// The residual sum of plane balances (bitshuffle_plane_balance_16, or sums of them): balance p times
+/// 2^p, summed, modulo 2^32 (so that balances summed modulo 2^32 give the sum of their blocks' sums).
+ZCOLL_ALWAYS_INLINE std::uint32_t bitshuffle_weighted_sum_16(__m512i balance) {
+  constexpr __mmask16 all = 0xFFFF;
   const __m512i weight = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i weighted = _mm512_maskz_sllv_epi32(all, _mm512_sub_epi32(up, down), weight);
+  const __m512i weighted = _mm512_maskz_sllv_epi32(all, balance, weight);
   const __m256i half = _mm256_add_epi32(_mm512_maskz_extracti64x4_epi64(0xF, weighted, 0),
                                         _mm512_maskz_extracti64x4_epi64(0xF, weighted, 1));
   __m128i quarter = _mm_add_epi32(_mm256_castsi256_si128(half), _mm256_extracti128_si256(half, 1));
   quarter = _mm_add_epi32(quarter, _mm_shuffle_epi32(quarter, 0x4E));
   quarter = _mm_add_epi32(quarter, _mm_shuffle_epi32(quarter, 0xB1));
   return static_cast<std::uint32_t>(_mm_cvtsi128_si32(quarter));
+}
+
+/// BitShuffle::residual_sum of a block of at most 16 planes.
+ZCOLL_ALWAYS_INLINE std::uint32_t bitshuffle_residual_sum_16(const std::byte* planes_at, unsigned planes,
+                                                            std::uint32_t negative) {
+  return bitshuffle_weighted_sum_16(bitshuffle_plane_balance_16(planes_at, planes, negative));
 }
 #endif
 
