@@ -314,7 +314,10 @@ struct pipeline_add {
     alignas(64) std::uint32_t codes_a[block_values], codes_b[block_values];
     alignas(64) T block_a[block_values], block_b[block_values];
     std::size_t at_a = 1, at_b = 1;
-    // The residuals of the blocks skipped since the last one decoded, each chunk's (skips_blocks_by_sum).
+    // The residuals of the blocks skipped since the last one decoded, each chunk's, and how many
+    // (skips_blocks_by_sum). Where blocks are decoded one after another (fill values in most), no sum
+    // of nothing is taken.
+    [[maybe_unused]] std::size_t skipped = 0;
     [[maybe_unused]] auto [skipped_a, skipped_b] = [] {
       if constexpr (skips_blocks_by_sum) {
         return std::pair<typename E::residual_sums, typename E::residual_sums>{};
@@ -337,8 +340,11 @@ struct pipeline_add {
       // by the codes (without prediction nothing carries from block to block).
       if (!fill_alike || !(skips_blocks_by_sum || codes_are_residuals)) {
         if constexpr (skips_blocks_by_sum) {
-          P::skip_block(state_a, skipped_a.take());
-          P::skip_block(state_b, skipped_b.take());
+          if (skipped != 0) {
+            P::skip_block(state_a, skipped_a.take());
+            P::skip_block(state_b, skipped_b.take());
+            skipped = 0;
+          }
         }
         E::decode_checked_block(encoded_a, codes_a);
         E::decode_checked_block(encoded_b, codes_b);
@@ -347,6 +353,7 @@ struct pipeline_add {
       } else if constexpr (skips_blocks_by_sum) {
         skipped_a.add(encoded_a);
         skipped_b.add(encoded_b);
+        ++skipped;
       }
       if (fill_alike) {  // either == 0 too: no lane to sum
         if (either != 0) {
