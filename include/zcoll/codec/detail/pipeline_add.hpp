@@ -266,9 +266,9 @@ struct pipeline_add {
   /// among them into `outliers`, and their values into `values`, from its section at `section` (none for
   /// a chunk coded without exceptions); returns one past the last block holding one (0: none).
   template <floating_value T>
-  static std::size_t read_exception_lanes(const std::optional<T>& fill, std::span<const std::byte> c, std::size_t section,
-                                   std::size_t n, T* values, block_mask* lanes, block_mask* outliers,
-                                   std::size_t chunk_number) {
+  static std::size_t read_exception_lanes(const std::optional<T>& fill, std::span<const std::byte> c,
+                                          std::size_t section, std::size_t n, T* values, block_mask* lanes,
+                                          block_mask* outliers, std::size_t chunk_number) {
     std::fill_n(lanes, (n + block_values - 1) / block_values, block_mask{0});
     std::fill_n(outliers, (n + block_values - 1) / block_values, block_mask{0});
     if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) return 0;
