@@ -25,6 +25,11 @@ static_assert(zcoll::addable_codec<Lorenzo2> && zcoll::addable_codec<Lorenzo3> &
 static_assert(!zcoll::addable_codec<zcoll::HighRatio<1>>);  // Huffman codes whole chunks
 static_assert(!zcoll::addable_codec<zcoll::Identity>);      // no bins to add
 static_assert(!zcoll::addable_codec<zcoll::Int8>);
+// FZLight's exception path moves past blocks by their residual sums (BitShuffle::residual_sums with
+// Lorenzo1D::skip_block); without prediction nothing carries, and Raw has no such sums.
+static_assert(zcoll::detail::pipeline_add<zcoll::predict::Lorenzo1D, zcoll::encode::BitShuffle>::skips_blocks_by_sum);
+static_assert(!zcoll::detail::pipeline_add<zcoll::predict::None, zcoll::encode::Raw>::skips_blocks_by_sum);
+static_assert(!zcoll::detail::pipeline_add<zcoll::predict::Lorenzo<2>, zcoll::encode::BitShuffle>::skips_blocks_by_sum);
 
 const zcoll::exec::Host one_thread{};
 

@@ -115,11 +115,12 @@ struct pipeline_add {
   static constexpr bool codes_are_residuals = std::is_same_v<P, predict::None>;
   /// A block without exception lanes moves the predictor on by the sum of its residuals alone (1-D
   /// Lorenzo, where the encoder can sum blocks without decoding them: BitShuffle).
-  static constexpr bool skips_blocks_by_sum =
-      requires(typename P::state& s, typename E::residual_sums sums, const std::byte* block) {
-        sums.add(block);
-        P::skip_block(s, sums.take());
-      };
+  /// (The accumulator appears in expressions, not as a parameter: clang 14 takes a parameter of a type
+  /// that does not exist as an error, not as an unmet requirement.)
+  static constexpr bool skips_blocks_by_sum = requires(typename P::state& s, const std::byte* block) {
+    std::declval<typename E::residual_sums&>().add(block);
+    P::skip_block(s, std::declval<typename E::residual_sums&>().take());
+  };
 
   /// Writes the sum of chunks `a` and `b` (each of `n` values) at `out` (room for 1 + n·sizeof(T)
   /// bytes); returns its size. `new_state()` makes the predictor's state at the chunk's start.
