@@ -387,8 +387,8 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
             }
             if (c + 1 < end) cache.prefetch(c + 1, chunk_of(c + 1).size());
             std::span<const std::uint8_t> levels;
-            if constexpr (chunk::codes_levels) {
-              if (model.uses_levels) levels = chunk::levels_of(state_of(c).predictor, values.size(), level_room.get());
+            if (chunk::uses_levels(model)) {
+              levels = chunk::levels_of(state_of(c).predictor, values.size(), level_room.get());
             }
             size = chunk::code_chunk(values, cursor, model, residuals, cache.exceptions(c), levels);
           } else {
@@ -636,8 +636,9 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
         const std::size_t first = c * header.chunk_values;
         const auto values = out.subspan(first, std::min<std::size_t>(header.chunk_values, out.size() - first));
         const auto bytes = backend.unpack(in.subspan(offset, size), 1 + std::size_t{header.chunk_values} * sizeof(T));
+        std::uint8_t* const levels = chunk::uses_levels(model) ? level_room.get() : nullptr;
         chunk::decompress_chunk(quantizer, fill, model, predictor_state(grid, first, header.chunk_values),
-                                residuals.get(), chunk::codes_levels ? level_room.get() : nullptr, bytes, values, c);
+                                residuals.get(), levels, bytes, values, c);
         offset += size;
       }
     });

@@ -46,6 +46,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "zcoll/codec/detail/exception_section.hpp"
@@ -120,6 +121,29 @@ struct pipeline_add {
   static constexpr bool skips_blocks_by_sum = requires(typename P::state& s, const std::byte* block) {
     std::declval<typename E::residual_sums&>().add(block);
     P::skip_block(s, std::declval<typename E::residual_sums&>().take());
+  };
+
+  /// The blocks of both operands skipped since the last one decoded (skips_blocks_by_sum): their
+  /// residual sums and how many. catch_up() moves the predictors past them before the next block is
+  /// decoded; where blocks are decoded one after another (fill values in most), it takes no sum of
+  /// nothing.
+  template <class ResidualSums>
+  struct skipped_blocks {
+    ResidualSums a, b;
+    std::size_t count = 0;
+
+    ZCOLL_ALWAYS_INLINE void add(const std::byte* block_a, const std::byte* block_b) {
+      a.add(block_a);
+      b.add(block_b);
+      ++count;
+    }
+    template <class State>
+    ZCOLL_ALWAYS_INLINE void catch_up(State& state_a, State& state_b) {
+      if (count == 0) return;
+      P::skip_block(state_a, a.take());
+      P::skip_block(state_b, b.take());
+      count = 0;
+    }
   };
 
   /// Writes the sum of chunks `a` and `b` (each of `n` values) at `out` (room for 1 + n·sizeof(T)
@@ -315,15 +339,11 @@ struct pipeline_add {
     alignas(64) std::uint32_t codes_a[block_values], codes_b[block_values];
     alignas(64) T block_a[block_values], block_b[block_values];
     std::size_t at_a = 1, at_b = 1;
-    // The residuals of the blocks skipped since the last one decoded, each chunk's, and how many
-    // (skips_blocks_by_sum). Where blocks are decoded one after another (fill values in most), no sum
-    // of nothing is taken.
-    [[maybe_unused]] std::size_t skipped = 0;
-    [[maybe_unused]] auto [skipped_a, skipped_b] = [] {
+    [[maybe_unused]] auto skipped = [] {
       if constexpr (skips_blocks_by_sum) {
-        return std::pair<typename E::residual_sums, typename E::residual_sums>{};
+        return skipped_blocks<typename E::residual_sums>{};
       } else {
-        return std::pair<int, int>{};
+        return std::monostate{};
       }
     }();
     s.exceptions.clear();
@@ -340,21 +360,13 @@ struct pipeline_add {
       // The predictor moves on past every block: by the residual sums where no value is needed, else
       // by the codes (without prediction nothing carries from block to block).
       if (!fill_alike || !(skips_blocks_by_sum || codes_are_residuals)) {
-        if constexpr (skips_blocks_by_sum) {
-          if (skipped != 0) {
-            P::skip_block(state_a, skipped_a.take());
-            P::skip_block(state_b, skipped_b.take());
-            skipped = 0;
-          }
-        }
+        if constexpr (skips_blocks_by_sum) skipped.catch_up(state_a, state_b);
         E::decode_checked_block(encoded_a, codes_a);
         E::decode_checked_block(encoded_b, codes_b);
         P::inverse(state_a, codes_a);
         P::inverse(state_b, codes_b);
       } else if constexpr (skips_blocks_by_sum) {
-        skipped_a.add(encoded_a);
-        skipped_b.add(encoded_b);
-        ++skipped;
+        skipped.add(encoded_a, encoded_b);
       }
       if (fill_alike) {  // either == 0 too: no lane to sum
         if (either != 0) {

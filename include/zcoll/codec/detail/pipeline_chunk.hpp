@@ -76,6 +76,18 @@ struct pipeline_chunk {
     }
   }
 
+  /// Whether the stream's model codes residuals in their level classes' contexts (ContextAns's choice):
+  /// only then are the classes computed (levels_of); else the coder takes every residual as class 0.
+  template <class Model>
+  static bool uses_levels(const Model& model) {
+    if constexpr (codes_levels) {
+      return model.uses_levels;
+    } else {
+      (void)model;
+      return false;
+    }
+  }
+
   /// The per-chunk state of quantizing and predicting block after block, and the exceptions found.
   struct coder_state {
     explicit coder_state(typename P::state p) : predictor(std::move(p)) {}
@@ -254,9 +266,13 @@ struct pipeline_chunk {
                                     const Model& model, std::int32_t* residuals) {
     if (!codes_usable(quantizer)) return write_verbatim(values, out);
     residuals_of_chunk(quantizer, fill, values, state, residuals);
-    std::vector<std::uint8_t> level_room(codes_levels ? values.size() : 0);
-    return code_chunk(values, out, model, residuals, std::span<const block_exceptions>(state.exceptions),
-                      levels_of(state.predictor, values.size(), level_room.data()));
+    std::vector<std::uint8_t> level_room;
+    std::span<const std::uint8_t> levels;
+    if (uses_levels(model)) {
+      level_room.resize(values.size());
+      levels = levels_of(state.predictor, values.size(), level_room.data());
+    }
+    return code_chunk(values, out, model, residuals, std::span<const block_exceptions>(state.exceptions), levels);
   }
 
   /// Writes one chunk at `out` with a chunk encoder from its residuals, exceptions and level classes
@@ -303,7 +319,8 @@ struct pipeline_chunk {
   }
 
   /// Decodes one chunk into `values`; `residuals` is scratch for a chunk encoder's whole chunk and
-  /// `level_room` for its level classes (chunk_values bytes, where codes_levels).
+  /// `level_room` for its level classes (chunk_values bytes, where codes_levels and the model uses them;
+  /// else unread, and may be null).
   template <floating_value T, class BlockQuantizer, class Model>
   static void decompress_chunk(const BlockQuantizer& quantizer, const std::optional<T>& fill, const Model& model,
                                typename P::state state, std::uint32_t* residuals, std::uint8_t* level_room,
