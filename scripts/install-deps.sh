@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages zcoll builds and tests with, if any is missing.
 set -euo pipefail
-packages=(g++ cmake ninja-build libfmt-dev catch2 libboost-mpi-dev openmpi-bin liblz4-dev libzstd-dev libblosc-dev libzfp-dev
+packages=(g++ cmake ninja-build libfmt-dev catch2 libboost-mpi-dev libboost-context-dev openmpi-bin liblz4-dev libzstd-dev libblosc-dev libzfp-dev
           python3-matplotlib python3-numpy python3-dev pybind11-dev python3-torch python3-pytest python3-pytest-timeout clang-14 libclang-rt-14-dev libomp-14-dev gfortran ccache)
 missing=()
 for p in "${packages[@]}"; do

@@ -4,8 +4,8 @@
 /// taking turns on the calling thread (team_fibers); tiles run one after another, which makes the scan over
 /// tiles a running sum.
 
+#include <sanitizer/asan_interface.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 
 #include <array>
 #include <cstddef>
@@ -17,29 +17,123 @@
 #include <string>
 #include <vector>
 
+#include <boost/context/detail/fcontext.hpp>
+
 #include "zcoll/codec/detail/pipeline_tile.hpp"
 
 namespace zcoll_test {
 
-/// A CUDA block's threads as fibers (ucontext) on the calling thread: each runs until it reaches the
-/// barrier or returns, then the next one runs, so a barrier phase ends when every fiber has reached it.
-/// The tests start thousands of teams of 128 or 1024 threads; as std::threads meeting at a std::barrier on
-/// a machine of two cores they spent most of their time creating threads and yielding to each other in the
-/// kernel, where a fiber switch stays in user space. Within a phase the fibers run in rank order, or in
-/// reverse rank order where `reverse_order` says so, and one after another: a read of another thread's
-/// write without a barrier between them gives a stale value whenever the reader runs first (host_team::run
-/// alternates the order, so either rank may be the lower one). Ranks that disagree on the number of
-/// barriers, undefined on a GPU, are a std::logic_error here. Under ASan, which says once that it does not
-/// fully support swapcontext: it clears the shadow of the stack it switches to, so the redzones of a
-/// fiber's frames that span a barrier go unchecked after it; every access is checked otherwise.
+/// ASan's fiber API where the build is instrumented (GCC's -fsanitize=address defines the first macro,
+/// clang's __has_feature the second): a stack switch it is not told about leaves it checking the frames of
+/// one stack against the bounds of another.
+#if defined(__SANITIZE_ADDRESS__)
+#define ZCOLL_TEST_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ZCOLL_TEST_ASAN_FIBERS 1
+#endif
+#endif
+
+/// A fiber's stack: where it starts and how long it is (ASan's fiber API asks for both).
+struct fiber_stack_bounds {
+  const void* bottom = nullptr;
+  std::size_t size = 0;
+};
+
+/// Before a switch to the stack `to`: `fake_stack` keeps the leaving fiber's ASan fake stack until it is
+/// resumed; null when the leaving fiber has ended, which frees it.
+[[gnu::always_inline]] inline void announce_stack_switch([[maybe_unused]] void** fake_stack,
+                                                         [[maybe_unused]] fiber_stack_bounds to) {
+#ifdef ZCOLL_TEST_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(fake_stack, to.bottom, to.size);
+#endif
+}
+
+/// After a switch, on the new stack: `fake_stack` is what announce_stack_switch kept when this fiber left
+/// (null on its first start); returns the bounds of the stack the switch came from.
+[[gnu::always_inline]] inline fiber_stack_bounds finish_stack_switch([[maybe_unused]] void* fake_stack) {
+  fiber_stack_bounds from;
+#ifdef ZCOLL_TEST_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(fake_stack, &from.bottom, &from.size);
+#endif
+  return from;
+}
+
+/// Fiber stacks, reused by the teams of one thread: mapping a stack with its guard page and unmapping it
+/// again took three system calls a fiber, and the tests start thousands of teams of up to 1024 threads.
+/// Each stack has a page below it that faults on an overflow; pages are only committed when touched. The
+/// tile functions of the unoptimised ASan build reach 20 KiB.
+class fiber_stack_pool {
+ public:
+  static constexpr std::size_t guard_bytes = 4096;
+  static constexpr std::size_t stack_bytes = 64 * 1024;
+  static constexpr std::size_t mapping_bytes = guard_bytes + stack_bytes;
+
+  fiber_stack_pool() = default;
+  fiber_stack_pool(const fiber_stack_pool&) = delete;
+  fiber_stack_pool& operator=(const fiber_stack_pool&) = delete;
+  ~fiber_stack_pool() {
+    for (void* mapping : free_) munmap(mapping, mapping_bytes);
+  }
+
+  /// The stack of a mapping: the bytes above its guard page.
+  static fiber_stack_bounds stack_of(void* mapping) { return {static_cast<std::byte*>(mapping) + guard_bytes, stack_bytes}; }
+
+  /// The calling thread's pool.
+  static fiber_stack_pool& of_this_thread() {
+    static thread_local fiber_stack_pool pool;
+    return pool;
+  }
+
+  void* take() {
+    if (!free_.empty()) {
+      void* mapping = free_.back();
+      free_.pop_back();
+      return mapping;
+    }
+    void* mapping = mmap(nullptr, mapping_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (mapping == MAP_FAILED) throw std::bad_alloc();
+    if (mprotect(mapping, guard_bytes, PROT_NONE) != 0) {
+      munmap(mapping, mapping_bytes);
+      throw std::runtime_error("team_fibers: mprotect of a guard page failed");
+    }
+    return mapping;
+  }
+
+  /// Takes a stack back. The frames of a fiber that never returned (a team ended by an error) left their
+  /// ASan redzones poisoned; they are cleared so the next fiber on this stack does not trip over them.
+  void give_back(void* mapping) {
+    const fiber_stack_bounds stack = stack_of(mapping);
+    ASAN_UNPOISON_MEMORY_REGION(stack.bottom, stack.size);
+    free_.push_back(mapping);
+  }
+
+ private:
+  std::vector<void*> free_;
+};
+
+/// A CUDA block's threads as fibers on the calling thread: each runs until it reaches the barrier or
+/// returns, then the next one runs, so a barrier phase ends when every fiber has reached it. The tests start
+/// thousands of teams of 128 or 1024 threads; as std::threads meeting at a std::barrier on a machine of two
+/// cores they spent most of their time creating threads and yielding to each other in the kernel. A switch
+/// is Boost.Context's jump_fcontext, which saves and restores registers only: glibc's swapcontext, used
+/// before, also sets the signal mask, a system call at every switch that made the two slowest tests spend
+/// half their time in the kernel (more on a VM, where a system call traps to the hypervisor). Within a
+/// phase the fibers run in rank order, or in reverse rank order where `reverse_order` says so, and one after
+/// another: a read of another thread's write without a barrier between them gives a stale value whenever
+/// the reader runs first (host_team::run alternates the order, so either rank may be the lower one). Ranks
+/// that disagree on the number of barriers, undefined on a GPU, are a std::logic_error here. Under ASan
+/// every switch goes through its fiber API, so every access is checked, across barriers too.
 class team_fibers {
  public:
-  team_fibers(unsigned threads, bool reverse_order) : fibers_(threads), reverse_order_(reverse_order) {}
+  team_fibers(unsigned threads, bool reverse_order) : fibers_(threads), reverse_order_(reverse_order) {
+    for (fiber& f : fibers_) f.mapping = fiber_stack_pool::of_this_thread().take();
+  }
   team_fibers(const team_fibers&) = delete;
   team_fibers& operator=(const team_fibers&) = delete;
   ~team_fibers() {
     for (fiber& f : fibers_) {
-      if (f.mapping != nullptr) munmap(f.mapping, mapping_bytes);
+      if (f.mapping != nullptr) fiber_stack_pool::of_this_thread().give_back(f.mapping);
     }
   }
 
@@ -47,16 +141,16 @@ class team_fibers {
   /// An exception leaving work ends the program (noexcept), as it would leave a std::thread.
   void run(std::function<void(unsigned)> work) {
     work_ = std::move(work);
-    starting_ = this;
-    for (unsigned r = 0; r < fibers_.size(); ++r) start(r);
+    for (fiber& f : fibers_) {
+      // The stack grows down from the mapping's end.
+      f.context = boost::context::detail::make_fcontext(static_cast<std::byte*>(f.mapping) + fiber_stack_pool::mapping_bytes,
+                                                        fiber_stack_pool::stack_bytes, &team_fibers::entry);
+    }
     for (;;) {
       unsigned at_barrier = 0, returned = 0;
       for (unsigned i = 0; i < fibers_.size(); ++i) {
         const unsigned r = reverse_order_ ? static_cast<unsigned>(fibers_.size()) - 1 - i : i;
-        if (!fibers_[r].returned) {
-          running_ = r;
-          swapcontext(&scheduler_, &fibers_[r].context);
-        }
+        if (!fibers_[r].returned) resume(r);
         (fibers_[r].returned ? returned : at_barrier) += 1;
       }
       if (at_barrier == 0) return;
@@ -68,49 +162,50 @@ class team_fibers {
   }
 
   /// Waits until every rank has reached the barrier: back to the scheduler, which runs the others.
-  void barrier(unsigned rank) { swapcontext(&fibers_[rank].context, &scheduler_); }
+  void barrier(unsigned /*rank*/) {
+    void* fake_stack = nullptr;
+    announce_stack_switch(&fake_stack, scheduler_stack_);
+    const boost::context::detail::transfer_t back = boost::context::detail::jump_fcontext(scheduler_, nullptr);
+    finish_stack_switch(fake_stack);
+    scheduler_ = back.fctx;
+  }
 
  private:
-  // Each fiber's stack with a page below it that faults on an overflow; the pages are only committed when
-  // touched. The tile functions of the unoptimised ASan build reach 20 KiB.
-  static constexpr std::size_t guard_bytes = 4096;
-  static constexpr std::size_t stack_bytes = 64 * 1024;
-  static constexpr std::size_t mapping_bytes = guard_bytes + stack_bytes;
-
   struct fiber {
-    ucontext_t context{};
+    boost::context::detail::fcontext_t context = nullptr;  // where the fiber resumes
     void* mapping = nullptr;
     bool returned = false;
   };
 
-  void start(unsigned rank) {
-    fiber& f = fibers_[rank];
-    f.mapping = mmap(nullptr, mapping_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (f.mapping == MAP_FAILED) {
-      f.mapping = nullptr;
-      throw std::bad_alloc();
-    }
-    if (mprotect(f.mapping, guard_bytes, PROT_NONE) != 0) throw std::runtime_error("team_fibers: mprotect of a guard page failed");
-    if (getcontext(&f.context) != 0) throw std::runtime_error("team_fibers: getcontext failed");
-    f.context.uc_stack.ss_sp = static_cast<std::byte*>(f.mapping) + guard_bytes;
-    f.context.uc_stack.ss_size = stack_bytes;
-    f.context.uc_link = &scheduler_;  // where a fiber goes when its function returns
-    makecontext(&f.context, &team_fibers::entry, 0);
+  // Runs fiber r until it reaches a barrier or returns.
+  void resume(unsigned r) {
+    running_ = r;
+    void* fake_stack = nullptr;
+    announce_stack_switch(&fake_stack, fiber_stack_pool::stack_of(fibers_[r].mapping));
+    const boost::context::detail::transfer_t back = boost::context::detail::jump_fcontext(fibers_[r].context, this);
+    finish_stack_switch(fake_stack);
+    fibers_[r].context = back.fctx;
   }
 
-  // makecontext passes int arguments only: the team is the one whose run() started last on this thread, and
-  // the rank the one the scheduler switched to.
-  static void entry() noexcept {
-    team_fibers& team = *starting_;
+  // A fiber's first frame: `from` is the scheduler and the team. It must not return (Boost.Context ends the
+  // process then): it switches back for good. Not instrumented by ASan, so that its frame is on the
+  // fiber's stack: with detect_stack_use_after_return its frames are on the fiber's fake stack, which the
+  // last switch frees, and a frame there would be used after it.
+  [[gnu::no_sanitize_address]] static void entry(boost::context::detail::transfer_t from) noexcept {
+    team_fibers& team = *static_cast<team_fibers*>(from.data);
+    team.scheduler_stack_ = finish_stack_switch(nullptr);
+    team.scheduler_ = from.fctx;
     const unsigned rank = team.running_;
     team.work_(rank);
     team.fibers_[rank].returned = true;
+    announce_stack_switch(nullptr, team.scheduler_stack_);
+    boost::context::detail::jump_fcontext(team.scheduler_, nullptr);
   }
 
-  static inline thread_local team_fibers* starting_ = nullptr;
   std::vector<fiber> fibers_;
   bool reverse_order_;
-  ucontext_t scheduler_{};
+  boost::context::detail::fcontext_t scheduler_ = nullptr;  // where the running fiber's barrier switches to
+  fiber_stack_bounds scheduler_stack_;
   unsigned running_ = 0;
   std::function<void(unsigned)> work_;
 };
