@@ -636,9 +636,9 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
         const std::size_t first = c * header.chunk_values;
         const auto values = out.subspan(first, std::min<std::size_t>(header.chunk_values, out.size() - first));
         const auto bytes = backend.unpack(in.subspan(offset, size), 1 + std::size_t{header.chunk_values} * sizeof(T));
-        std::uint8_t* const levels = chunk::uses_levels(model) ? level_room.get() : nullptr;
+        std::uint8_t* const room = chunk::uses_levels(model) ? level_room.get() : nullptr;
         chunk::decompress_chunk(quantizer, fill, model, predictor_state(grid, first, header.chunk_values),
-                                residuals.get(), levels, bytes, values, c);
+                                residuals.get(), room, bytes, values, c);
         offset += size;
       }
     });

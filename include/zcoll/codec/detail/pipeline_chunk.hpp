@@ -351,7 +351,7 @@ struct pipeline_chunk {
       const std::span<std::uint32_t> chunk_residuals(residuals, values.size());
       if constexpr (codes_levels) {
         // The classes are given where the stream's model has their contexts (ContextAns's choice).
-        const auto levels = model.uses_levels ? levels_of(state, values.size(), level_room) : std::span<const std::uint8_t>{};
+        const auto levels = uses_levels(model) ? levels_of(state, values.size(), level_room) : std::span<const std::uint8_t>{};
         offset += E::decode_chunk(model, chunk.subspan(1), chunk_residuals, levels);
       } else {
         (void)level_room;
