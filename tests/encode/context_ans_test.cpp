@@ -9,6 +9,8 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "support/chunk_encoder_checks.hpp"
@@ -35,7 +37,7 @@ constexpr std::int32_t int_min = std::numeric_limits<std::int32_t>::min();
 constexpr std::int32_t int_max = std::numeric_limits<std::int32_t>::max();
 
 /// The largest chunk: the header and states, at most 16 bits of words and 29 raw bits a residual.
-std::size_t room_for(std::size_t n) { return 32 + n * 6; }
+std::size_t room_for(std::size_t n) { return 8 + cd::ans_chunk_states_bytes + n * 6; }
 
 std::vector<std::byte> encoded(const ContextAns::model& m, std::span<const std::int32_t> residuals) {
   std::vector<std::byte> out(room_for(residuals.size()));
@@ -153,14 +155,17 @@ TEST_CASE("ContextAns tokens: symbols below 16 are their own, larger ones a toke
 
 TEST_CASE("ContextAns round-trips every length, alphabet and extreme", "[encode][context-ans]") {
   std::mt19937_64 rng(zcoll_test::seed + 301);
-  SECTION("lengths around the four states and the pair loop") {
-    for (std::size_t n = 0; n < 20; ++n) check_round_trip({clustered(rng, n, 0.6, 0.2)});
+  SECTION("lengths around the 32 segments and their lengths (odd multiples of 32)") {
+    for (std::size_t n = 0; n < 70; ++n) check_round_trip({clustered(rng, n, 0.6, 0.2)});
+    for (const std::size_t n : {1023, 1024, 1025, 3000, 31 * 96 + 1, 32 * 96, 32 * 96 + 1}) {
+      check_round_trip({clustered(rng, n, 0.6, 0.2)});
+    }
     check_round_trip({clustered(rng, 65536 + 3, 0.9, 0.3), clustered(rng, 1, 0.9, 0.3), {}});
   }
   SECTION("one symbol only: frequencies of 4096, no words") {
     for (const std::int32_t v : {0, 1, -7, 100000, int_min, int_max}) {
       const ContextAns::model m = check_round_trip({residuals_t(5000, v), residuals_t(3, v)});
-      CHECK(encoded(m, residuals_t(5000, v)).size() <= 8 + 16 + (v == 0 || std::abs(std::int64_t{v}) < 8 ? 0 : 5000 * 4));
+      CHECK(encoded(m, residuals_t(5000, v)).size() <= 8 + cd::ans_chunk_states_bytes + (v == 0 || std::abs(std::int64_t{v}) < 8 ? 0 : 5000 * 4));
     }
   }
   SECTION("the widest residuals, every token") {
@@ -190,7 +195,8 @@ TEST_CASE("ContextAns codes at the context's entropy, below a bit a value where 
     const double values = 2 * 65536;
     INFO("p " << p << ": " << coded_bits / values << " bits a value; entropy given the context and raw bits "
                    << (entropy_bits + raw_bits) / values);
-    CHECK(coded_bits <= 1.01 * (entropy_bits + raw_bits) + 8.0 * 32 * 2);  // two chunks' 24-byte heads
+    // Two chunks' heads: the sizes and the 32 states (136 bytes each).
+    CHECK(coded_bits <= 1.01 * (entropy_bits + raw_bits) + 8.0 * (8 + cd::ans_chunk_states_bytes) * 2);
     if (p >= 0.9) CHECK(coded_bits < 0.6 * values);
   }
 }
@@ -269,7 +275,7 @@ TEST_CASE("ContextAns: a chunk whose coder states or words were changed is a for
   }
   for (const std::size_t w : {std::size_t{0}, std::size_t{words / 2}, std::size_t{words - 1}}) {
     std::vector<std::byte> bad = chunk;
-    bad[states_at + 16 + 2 * w] ^= std::byte{0x40};
+    bad[states_at + cd::ans_chunk_states_bytes + 2 * w] ^= std::byte{0x40};
     auto g = guarded_buffer<std::byte>::copy_of(bad);
     INFO("word " << w);
     CHECK_THROWS_AS(ContextAns::decode_chunk(m, g.span(), out), zcoll::format_error);
@@ -310,7 +316,7 @@ TEST_CASE("ContextAns decodes chunks with few raw bits as those with many", "[en
     REQUIRE(words > 16);
     std::vector<std::uint32_t> out(r.size());
     std::vector<std::byte> bad_word = chunk;
-    bad_word[8 + extra_bytes + 16 + words] ^= std::byte{0x40};
+    bad_word[8 + extra_bytes + cd::ans_chunk_states_bytes + words] ^= std::byte{0x40};
     auto g = guarded_buffer<std::byte>::copy_of(bad_word);
     CHECK_THROWS_AS(ContextAns::decode_chunk(m, g.span(), out), zcoll::format_error);
     std::uint64_t raw_bits = 0;
@@ -328,9 +334,18 @@ TEST_CASE("ContextAns decode of arbitrary bytes raises format_error or stays in 
   std::mt19937_64 rng(zcoll_test::seed + 305);
   const ContextAns::model m = ContextAns::make_model(statistics_of<ContextAns>({clustered(rng, 5000, 0.4, 0.1)}));
   zcoll_test::check_arbitrary_bytes<ContextAns>(m, rng, [&](std::vector<std::byte>& bytes) {
-    if (bytes.size() < 24) return;  // plausible sizes and states
-    zcoll_test::poke<std::uint32_t>(bytes, 0, static_cast<std::uint32_t>(rng() % 40));
-    zcoll_test::poke<std::uint32_t>(bytes, 4, static_cast<std::uint32_t>(rng() % 120));
+    // Plausible sizes and the 32 states in range (arbitrary ones would nearly never all be), so that the
+    // decoder's rounds run over arbitrary words and raw bits.
+    const auto extra_bytes = static_cast<std::uint32_t>(rng() % 40), words = static_cast<std::uint32_t>(rng() % 400);
+    const std::size_t states_at = 8 + extra_bytes;
+    bytes.resize(states_at + cd::ans_chunk_states_bytes + 2 * std::size_t{words} + rng() % 3);
+    for (auto& b : bytes) b = static_cast<std::byte>(rng());
+    zcoll_test::poke<std::uint32_t>(bytes, 0, extra_bytes);
+    zcoll_test::poke<std::uint32_t>(bytes, 4, words);
+    for (std::size_t s = 0; s < cd::ans_segments; ++s) {
+      zcoll_test::poke<std::uint32_t>(bytes, states_at + 4 * s,
+                                      cd::ans_state_low + static_cast<std::uint32_t>(rng() % (cd::ans_state_high - cd::ans_state_low)));
+    }
   });
 }
 
@@ -466,4 +481,65 @@ TEST_CASE("ContextAns rejects level classes that do not fit the residuals", "[en
   CHECK_THROWS_AS(ContextAns::encode_chunk(m, r, out, std::vector<std::uint8_t>(11, 0)), zcoll::argument_error);
   std::vector<std::uint32_t> back(r.size());
   CHECK_THROWS_AS(ContextAns::decode_chunk(m, out, back, std::vector<std::uint8_t>(10, 7)), zcoll::argument_error);
+}
+
+TEST_CASE("ContextAns's vector and scalar decoders agree on every chunk, damaged ones too", "[encode][context-ans]") {
+  // The decoder's rounds run as AVX-512 lanes where the build has them (encode/detail/context_ans_avx512.hpp)
+  // and in scalar code otherwise and for the last rounds: both must give the same residuals, or the same
+  // format error, on every chunk. (Built without AVX-512, both are the scalar decoder.)
+  std::mt19937_64 rng(zcoll_test::seed + 310);
+  const auto leveled = leveled_residuals(rng, 30000);
+  residuals_t wide(9000);
+  for (auto& x : wide) x = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng()) >> (rng() % 32));
+  using levels_t = std::vector<std::uint8_t>;
+  const std::vector<std::pair<residuals_t, levels_t>> cases = {
+      {clustered(rng, 65536, 0.9, 0.3), {}},   {clustered(rng, 5003, 0.3, 0.1), {}}, {clustered(rng, 97, 0.5, 0.2), {}},
+      {clustered(rng, 3000, 0.99, 0.5), {}},   {leveled.first, leveled.second},     {wide, {}}};
+  for (const auto& one_case : cases) {
+    const residuals_t& r = one_case.first;  // (not a structured binding: clang 14 lets no lambda capture one)
+    const levels_t& levels = one_case.second;
+    ContextAns::statistics stats;
+    stats.add(r, levels);
+    const ContextAns::model m = ContextAns::make_model(stats);
+    std::vector<std::byte> chunk(room_for(r.size()));
+    const auto size = ContextAns::encode_chunk(m, r, chunk, levels);
+    REQUIRE(size.has_value());
+    chunk.resize(*size);
+    // The residuals and the bytes read, or the error's message.
+    const auto decode_with = [&](cd::ans_decoder decoder, const std::vector<std::byte>& bytes) {
+      auto g = guarded_buffer<std::byte>::copy_of(bytes);
+      std::vector<std::uint32_t> out(r.size());
+      try {
+        const std::size_t used = cd::context_ans_decode_chunk(m, g.span(), levels, out, decoder);
+        out.push_back(static_cast<std::uint32_t>(used));
+        return std::pair{out, std::string()};
+      } catch (const zcoll::format_error& e) {
+        return std::pair{std::vector<std::uint32_t>{}, std::string(e.what())};
+      }
+    };
+    const auto agree = [&](const std::vector<std::byte>& bytes) {
+      const auto vector = decode_with(cd::ans_decoder::vector, bytes);
+      const auto scalar = decode_with(cd::ans_decoder::scalar, bytes);
+      CHECK(vector.second == scalar.second);
+      CHECK(vector.first == scalar.first);
+      return vector.second.empty();
+    };
+    INFO(r.size() << " residuals" << (levels.empty() ? "" : " with level classes") << " in " << chunk.size() << " bytes");
+    REQUIRE(agree(chunk));
+    require_equal(decode_with(cd::ans_decoder::vector, chunk).first, [&] {
+      residuals_t with_size = r;
+      with_size.push_back(static_cast<std::int32_t>(chunk.size()));
+      return with_size;
+    }());
+    for (std::size_t n = 0; n < chunk.size(); n += 1 + chunk.size() / 50) {
+      CHECK_FALSE(agree(std::vector<std::byte>(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n))));
+    }
+    std::size_t rejected = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<std::byte> bad = chunk;
+      bad[rng() % bad.size()] ^= static_cast<std::byte>(1 + rng() % 255);
+      rejected += agree(bad) ? 0 : 1;
+    }
+    CHECK(rejected > 0);
+  }
 }

@@ -9,10 +9,12 @@
 ///         {.error_bound = zcoll::relative(1e-2)});
 ///
 /// Speed on one core of the 2-core Xeon development VM (chunks of 65536 residuals of geometric
-/// magnitudes, 0.6 to 8 bits a value, -O3 -march=native): statistics.add 0.8-0.9 ns a residual,
-/// encode_chunk 2.5-3.2 ns, decode_chunk 2.6-2.8 ns; a Huffman code decodes about three times as fast,
-/// at a bit a value at least. docs/performance.md ("Fifth round: the context coder", "... second step")
-/// has HighRatio's speed and ratio with each.
+/// magnitudes, 0.6 to 8 bits a value, -O3 -march=native), with the four segments of the first format:
+/// statistics.add 0.8-0.9 ns a residual, encode_chunk 2.5-3.2 ns, decode_chunk 2.6-2.8 ns; a Huffman code
+/// decodes about three times as fast, at a bit a value at least. The 32 segments of this format let an
+/// AVX-512 decoder run them as vector lanes (encode/detail/context_ans_avx512.hpp): HighRatio decompresses
+/// 1.4-1.7x as fast with it on a Zen 5 core, and compresses as fast as before (docs/performance.md,
+/// "Eighth round"), which has HighRatio's speed and ratio with each form of the coder.
 ///
 /// A residual r has the zigzag symbol v (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...); v < 16 is its own
 /// token, a larger v of bit width w + 1 has token 16 + 4 (w - 4) + (the two bits of v below its leading
@@ -29,9 +31,10 @@
 /// |       | f in 128..4096 the bytes 0x80 | (f & 0x7F), f >> 7; r zeros (1..256) the bytes 0, r - 1.  |
 /// |       | Each table sums to 4096.                                                                  |
 ///
-/// A chunk of N residuals is four segments of L = ceil(N / 4) consecutive residuals (the last ones
-/// shorter or empty), each with its own state and context (0 before its first residual), coded round by
-/// round: residual k of segment 0, 1, 2, 3, then residual k + 1 of each (the "coding order"):
+/// A chunk of N residuals is 32 segments of L consecutive residuals, L = ceil(N / 32) rounded up to an
+/// odd multiple of 32 (the last segments shorter or empty), each with its own state and context (0
+/// before its first residual), coded round by round: residual k of segment 0, 1, ..., 31, then residual
+/// k + 1 of each (the "coding order"):
 ///
 /// | bytes | field                                                                                     |
 /// |-------|-------------------------------------------------------------------------------------------|
@@ -39,7 +42,7 @@
 /// | 4     | u32 W: 16-bit words of the coder                                                          |
 /// | E     | the raw bits of every residual with v >= 16, in the coding order, least significant bit   |
 /// |       | of each byte first, zero-padded                                                           |
-/// | 16    | u32 states x0..x3 in [2^15, 2^31), one a segment                                          |
+/// | 128   | u32 states x0..x31 in [2^15, 2^31), one a segment                                         |
 /// | 2 W   | the words: decoding a residual of segment s takes slot t = x_s & 4095 of its context's    |
 /// |       | table, the token whose cumulative range [c, c + f) holds t, sets x_s = f (x_s >> 12) +    |
 /// |       | t - c and, when x_s is below 2^15, x_s = x_s << 16 | the next word                        |
@@ -72,7 +75,9 @@ namespace zcoll::encode {
 ///     auto size = ContextAns::encode_chunk(model, residuals, out, levels);   // nullopt: does not fit
 ///     ContextAns::decode_chunk(model, in, decoded, levels);
 struct ContextAns {
-  static constexpr std::uint8_t id = 4;
+  /// 5 since the coder's 32 segments; 4 was the coder of four, whose streams (zcoll before 2026-11-29)
+  /// are refused as another codec's.
+  static constexpr std::uint8_t id = 5;
   static constexpr const char* name = "context-ans";
   static constexpr bool needs_statistics = true;
   static constexpr std::size_t max_model_bytes = detail::context_ans_max_model_bytes;

@@ -1,8 +1,9 @@
 #pragma once
 /// One chunk of the context-modelled rANS coder (format in encode/context_ans.hpp): the raw bits of the
-/// large residuals, then the tokens through four rANS states (Duda's range variant of asymmetric numeral
+/// large residuals, then the tokens through 32 rANS states (Duda's range variant of asymmetric numeral
 /// systems, with 32-bit states and 16-bit renormalization), one a segment of the chunk, each token coded
-/// with the table of its context.
+/// with the table of its context. The decoder's rounds run on AVX-512 where the build has it
+/// (encode/detail/context_ans_avx512.hpp) and in scalar code otherwise and for the last ones.
 
 #include <algorithm>
 #include <bit>
@@ -19,15 +20,13 @@
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
+#include "zcoll/encode/detail/context_ans_avx512.hpp"
 #include "zcoll/encode/detail/context_ans_model.hpp"
 #include "zcoll/encode/detail/huffman_code.hpp"
+#include "zcoll/encode/detail/raw_bit_source.hpp"
 
 namespace zcoll::encode::detail {
 
-/// The states live in [2^15, 2^31) between symbols and start and end at 2^15: a coded symbol moves a
-/// state by at most 12 bits, so one 16-bit word in or out per symbol restores the interval.
-inline constexpr std::uint32_t ans_state_low = 1u << 15;
-inline constexpr std::uint32_t ans_state_high = 1u << 31;
 inline constexpr std::size_t ans_chunk_header_bytes = 8;
 inline constexpr std::size_t ans_chunk_states_bytes = 4 * ans_segments;
 
@@ -35,7 +34,7 @@ inline constexpr std::size_t ans_chunk_states_bytes = 4 * ans_segments;
 /// `length`) at `raw`, 32 at a time from a 64-bit accumulator; writes up to four bytes past them.
 /// `branch_free`: where many residuals have raw bits, every residual goes through the accumulator
 /// (with 0 bits or more); where few have, a branch skips the others, which it then predicts well, and a
-/// round whose four residuals have none is skipped with one test.
+/// round whose residuals have none is skipped with one test.
 inline void write_raw_bits(std::span<const std::int32_t> residuals, std::span<const std::uint16_t> symbols,
                            std::size_t length, bool branch_free, std::byte* raw) {
   std::uint64_t pending = 0;
@@ -53,12 +52,18 @@ inline void write_raw_bits(std::span<const std::int32_t> residuals, std::span<co
   };
   const auto has_raw_bits = [&](std::size_t i) { return branch_free || symbols[i] % ans_token_count >= ans_direct_tokens; };
   // The rounds in which every segment has a residual, then the last ones.
-  const std::size_t count = residuals.size(), full_rounds = count >= 3 * length ? count - 3 * length : 0;
+  const std::size_t count = residuals.size();
+  const std::size_t full_rounds = count >= (ans_segments - 1) * length ? count - (ans_segments - 1) * length : 0;
   const std::uint16_t* const y = symbols.data();
   static_assert(ans_direct_tokens == 16 && ans_token_count == 128, "a token >= 16 has a bit of 0x70");
+  const auto round_has_raw_bits = [&](std::size_t k) {
+    std::uint32_t any = 0;
+    for (std::size_t segment = 0; segment < ans_segments; ++segment) any |= y[segment * length + k];
+    return (any & 0x70u) != 0;
+  };
   std::size_t k = 0;
   for (; k < full_rounds; ++k) {
-    if (!branch_free && ((y[k] | y[length + k] | y[2 * length + k] | y[3 * length + k]) & 0x70u) == 0) continue;
+    if (!branch_free && !round_has_raw_bits(k)) continue;
     for (std::size_t segment = 0; segment < ans_segments; ++segment) {
       if (has_raw_bits(segment * length + k)) put(segment * length + k);
     }
@@ -98,7 +103,8 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
 
   // rANS codes last in, first out: the tokens go in in the reverse of the coding order, each word in
   // front of the last, so that the decoder reads them front to back.
-  std::uint32_t state[ans_segments] = {ans_state_low, ans_state_low, ans_state_low, ans_state_low};
+  std::uint32_t state[ans_segments];
+  std::fill_n(state, ans_segments, ans_state_low);
   std::byte* const words_end = out.data() + out.size();
   std::byte* word = words_end;
   // A symbol the model has no frequency for (the model was not built from this chunk's statistics):
@@ -128,37 +134,26 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
   };
   constexpr std::true_type checked;
   constexpr std::false_type unchecked;
-  // The rounds in which not every segment has a residual come last in the coding order, so first here;
-  // then the full rounds with the states in variables (an array indexed by segment stays in memory).
-  const std::size_t full_rounds = count >= 3 * length ? count - 3 * length : 0;
-  for (std::size_t k = length; k-- > full_rounds;) {
-    for (std::size_t segment = ans_segments; segment-- > 0;) {
-      const std::size_t i = segment * length + k;
-      if (i < count && !encode(i, state[segment], checked)) return std::nullopt;
-    }
-  }
-  // The full rounds in blocks: a block that cannot reach the raw bits (a round writes at most four
-  // words) runs without a check a symbol.
+  // The rounds in blocks, last first: a block that cannot reach the raw bits (a round writes at most a
+  // word a segment) runs without a check a symbol.
   constexpr std::size_t block_rounds = 64;
-  std::uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
-  for (std::size_t k = full_rounds; k > 0;) {
+  for (std::size_t k = length; k > 0;) {
     const std::size_t block_end = k - std::min(k, block_rounds);
-    if (static_cast<std::size_t>(word - out.data()) >= words_floor + 2 + 8 * (k - block_end)) {
+    if (static_cast<std::size_t>(word - out.data()) >= words_floor + 2 + 2 * ans_segments * (k - block_end)) {
       for (; k > block_end; --k) {
-        encode(3 * length + k - 1, x3, unchecked), encode(2 * length + k - 1, x2, unchecked);
-        encode(length + k - 1, x1, unchecked), encode(k - 1, x0, unchecked);
+        for (std::size_t segment = ans_round_segments(count, length, k - 1); segment-- > 0;) {
+          encode(segment * length + k - 1, state[segment], unchecked);
+        }
       }
     } else {
       for (; k > block_end; --k) {
-        if (!encode(3 * length + k - 1, x3, checked) || !encode(2 * length + k - 1, x2, checked) ||
-            !encode(length + k - 1, x1, checked) || !encode(k - 1, x0, checked)) {
-          return std::nullopt;
+        for (std::size_t segment = ans_round_segments(count, length, k - 1); segment-- > 0;) {
+          if (!encode(segment * length + k - 1, state[segment], checked)) return std::nullopt;
         }
       }
     }
   }
   if (missing) return std::nullopt;
-  state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
 
   const auto words_bytes = static_cast<std::size_t>(words_end - word);
   byte_writer header(out);
@@ -170,43 +165,12 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
   return words_floor + words_bytes;
 }
 
-/// The raw bits of a chunk, from a copy followed by 8 zero bytes, read by bit position: each read loads
-/// the eight bytes at the position, without a check or a branch and with two registers of state. A
-/// malformed chunk may read past its bits: the loads then stop at the copy's end, the position goes on
-/// counting, and at_padded_end() says so afterwards.
-class raw_bit_source {
- public:
-  explicit raw_bit_source(std::span<const std::byte> bytes)
-      : bytes_(bytes.size() + padding_bytes), bits_(8 * std::uint64_t{bytes.size()}) {
-    std::copy(bytes.begin(), bytes.end(), bytes_.begin());
-  }
-
-  std::uint32_t read(unsigned width_bits) {
-    const std::uint64_t at = std::min(position_, bits_);
-    std::uint64_t word;
-    std::memcpy(&word, bytes_.data() + at / 8, 8);
-    position_ += width_bits;
-    return static_cast<std::uint32_t>((word >> (at % 8)) & ((std::uint64_t{1} << width_bits) - 1));
-  }
-
-  /// Every bit read but the last byte's padding, and that zero.
-  bool at_padded_end() const {
-    if (position_ > bits_ || bits_ - position_ >= 8) return false;
-    return position_ % 8 == 0 || (std::to_integer<unsigned>(bytes_[position_ / 8]) >> (position_ % 8)) == 0;
-  }
-
- private:
-  static constexpr std::size_t padding_bytes = 8;
-  std::vector<std::byte> bytes_;
-  std::uint64_t bits_;
-  std::uint64_t position_ = 0;
-};
-
 /// context_ans_decode_chunk with (`level`, one class a residual) or without (nullptr) the level classes'
-/// contexts: two functions, so that each keeps its states and rows in registers.
+/// contexts: two functions, so that each keeps its rows of the tables apart.
 template <bool with_levels>
 std::size_t context_ans_decode_chunk_of(const context_ans_model& m, std::span<const std::byte> in,
-                                        const std::uint8_t* level, std::span<std::uint32_t> residuals) {
+                                        const std::uint8_t* level, std::span<std::uint32_t> residuals,
+                                        ans_decoder decoder) {
   byte_reader reader(in);
   const auto extra_bytes = reader.read<std::uint32_t>("context-ans chunk: raw-bit bytes");
   const auto word_count = reader.read<std::uint32_t>("context-ans chunk: word count");
@@ -267,34 +231,39 @@ std::size_t context_ans_decode_chunk_of(const context_ans_model& m, std::span<co
   };
 
   const std::size_t count = residuals.size(), length = ans_segment_length(count);
-  // Rounds in which every segment has a residual and at least four words remain need no checks. The
-  // states and rows are variables there (arrays indexed by segment would keep them in memory).
-  const std::size_t full_rounds = count >= 3 * length ? count - 3 * length : 0;
-  std::uint32_t x0 = state[0], x1 = state[1], x2 = state[2], x3 = state[3];
-  std::uint32_t row0 = 0, row1 = 0, row2 = 0, row3 = 0;
+  std::uint32_t row[ans_segments] = {};
   std::size_t k = 0;
-  const auto full_rounds_of = [&](auto few_raw_bits) {
-    for (; k < full_rounds && words_end - word >= 8; ++k) {
-      decode(k, x0, row0, std::false_type{}, few_raw_bits);
-      decode(length + k, x1, row1, std::false_type{}, few_raw_bits);
-      decode(2 * length + k, x2, row2, std::false_type{}, few_raw_bits);
-      decode(3 * length + k, x3, row3, std::false_type{}, few_raw_bits);
+#if ZCOLL_HAS_AVX512
+  if (decoder == ans_decoder::vector) {
+    const ans_vector_rounds done = context_ans_decode_rounds_avx512<with_levels>(
+        m, {state, row}, word, words_end, raw, level, residuals.data(), count, length);
+    k = done.rounds;
+    word = done.word;
+  }
+#else
+  (void)decoder;
+#endif
+  // Rounds while a word a segment remains need no checks.
+  const auto unchecked_rounds_of = [&](auto few_raw_bits) {
+    for (; k < length && static_cast<std::size_t>(words_end - word) >= 2 * ans_segments; ++k) {
+      const std::size_t segments = ans_round_segments(count, length, k);
+      for (std::size_t segment = 0; segment < segments; ++segment) {
+        decode(segment * length + k, state[segment], row[segment], std::false_type{}, few_raw_bits);
+      }
     }
   };
   // Under a quarter of a raw bit a residual on average (at most one residual in eight with raw bits, each
   // having two or more): the branch pays. On HighRatio's streams of the shared fields at relative 1e-2
   // it made decompression 1.18-1.25x faster; at a bit a residual, 0.85x (docs/performance.md, issue 21).
   if (32 * std::uint64_t{extra_bytes} < count) {
-    full_rounds_of(std::true_type{});
+    unchecked_rounds_of(std::true_type{});
   } else {
-    full_rounds_of(std::false_type{});
+    unchecked_rounds_of(std::false_type{});
   }
-  state[0] = x0, state[1] = x1, state[2] = x2, state[3] = x3;
-  std::uint32_t row[ans_segments] = {row0, row1, row2, row3};
   for (; k < length; ++k) {
-    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
-      const std::size_t i = segment * length + k;
-      if (i < count) decode(i, state[segment], row[segment], std::true_type{}, std::false_type{});
+    const std::size_t segments = ans_round_segments(count, length, k);
+    for (std::size_t segment = 0; segment < segments; ++segment) {
+      decode(segment * length + k, state[segment], row[segment], std::true_type{}, std::false_type{});
     }
   }
   if (overrun) throw format_error("context-ans chunk: the coder reads past its words");
@@ -312,10 +281,15 @@ std::size_t context_ans_decode_chunk_of(const context_ans_model& m, std::span<co
 /// all 0, as the encoder was given; used where the model has their contexts); returns the bytes read.
 /// Raises format_error on a chunk that reads past its parts, reaches a context the model has no table
 /// for, or does not end with the states it began with and every word and raw bit read.
+/// `decoder`: the vector rounds where the build has them (the default), or the scalar ones alone (the
+/// tests compare the two).
 inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::span<const std::byte> in,
-                                            ans_level_span levels, std::span<std::uint32_t> residuals) {
-  if (m.uses_levels && !levels.empty()) return context_ans_decode_chunk_of<true>(m, in, levels.data(), residuals);
-  return context_ans_decode_chunk_of<false>(m, in, nullptr, residuals);
+                                            ans_level_span levels, std::span<std::uint32_t> residuals,
+                                            ans_decoder decoder = ans_default_decoder) {
+  if (m.uses_levels && !levels.empty()) {
+    return context_ans_decode_chunk_of<true>(m, in, levels.data(), residuals, decoder);
+  }
+  return context_ans_decode_chunk_of<false>(m, in, nullptr, residuals, decoder);
 }
 
 }  // namespace zcoll::encode::detail

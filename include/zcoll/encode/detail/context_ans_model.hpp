@@ -95,12 +95,30 @@ constexpr std::uint32_t ans_context(std::uint32_t previous, std::uint32_t before
 inline constexpr unsigned ans_scale_bits = 12;
 inline constexpr std::uint32_t ans_scale = 1u << ans_scale_bits;
 
-/// A chunk's residuals are coded as four segments of ceil(N / 4) consecutive residuals (the last ones
-/// shorter or empty), each with its own rANS state and its own context (residuals before a segment's
-/// first count as 0): four independent chains of table lookups that a core overlaps. The coder visits
-/// them round by round: residual k of segment 0, 1, 2, 3, then residual k + 1 of each.
-inline constexpr std::size_t ans_segments = 4;
-constexpr std::size_t ans_segment_length(std::size_t residuals) { return (residuals + ans_segments - 1) / ans_segments; }
+/// The states live in [2^15, 2^31) between symbols and start and end at 2^15: a coded symbol moves a
+/// state by at most 12 bits, so one 16-bit word in or out per symbol restores the interval.
+inline constexpr std::uint32_t ans_state_low = 1u << 15;
+inline constexpr std::uint32_t ans_state_high = 1u << 31;
+
+/// A chunk's residuals are coded as 32 segments of L consecutive residuals (the last ones shorter or
+/// empty), each with its own rANS state and its own context (residuals before a segment's first count as
+/// 0): 32 independent chains of table lookups, which an AVX-512 decoder runs as the lanes of two vectors
+/// (encode/detail/context_ans_avx512.hpp) and a scalar one overlaps in a core. The coder visits them round
+/// by round: residual k of segment 0, 1, ..., 31, then residual k + 1 of each. L is ceil(N / 32) rounded
+/// up to an odd multiple of 32: the coder reads and writes the 32 segments side by side, and with L a
+/// multiple of 2048 (chunks of 65536) their 2- and 4-byte arrays put all 32 in one set of a core's
+/// first-level cache, which holds 8 to 12 lines a set (the encoder ran at 0.78x); an odd multiple of 32
+/// spreads them over the sets.
+inline constexpr std::size_t ans_segments = 32;
+constexpr std::size_t ans_segment_length(std::size_t residuals) {
+  const std::size_t even_share = (residuals + ans_segments - 1) / ans_segments;
+  return (even_share + 31) / 64 * 64 + 32;
+}
+
+/// How many segments have a residual k (those before the chunk's end: a prefix of the 32).
+constexpr std::size_t ans_round_segments(std::size_t residuals, std::size_t length, std::size_t k) {
+  return k >= residuals ? 0 : std::min(ans_segments, (residuals - k + length - 1) / length);
+}
 
 /// Where the decoder's table row of a magnitude context starts, after a token in magnitude context c:
 /// the row of context 3 class(token) + class(previous), with class(previous) = c / 3 (the level class's
@@ -213,6 +231,9 @@ struct ans_divisor {
   static unsigned ceil_log2(std::uint32_t f) { return static_cast<unsigned>(std::bit_width(f - 1)); }
 };
 
+/// Bytes past the decoder's table of tokens by slot (context_ans_model::slot_token).
+inline constexpr std::size_t ans_slot_token_padding = 3;
+
 /// The stream's model: per context, the normalized frequencies of tokens 0..tokens-1 (all zero for a
 /// context that never occurred), and the tables the chunk coder reads.
 struct context_ans_model {
@@ -227,6 +248,8 @@ struct context_ans_model {
   /// which most residuals take, 36 KiB, so that most lookups stay in a core's first-level cache: they are
   /// the critical path of its state chains. A context that never occurred
   /// has token 0 in every slot and no frequency for it, which the decoder rejects.
+  /// ans_slot_token_padding zero bytes follow the last row, so that a vector gather may load four bytes at
+  /// every slot.
   std::vector<std::uint8_t> slot_token;
   std::vector<std::byte> serialized;
   /// Whether a context of level class 1 or 2 has a table: only then do the chunks' residuals take their
@@ -276,7 +299,7 @@ inline std::array<std::uint16_t, ans_token_count> normalize_frequencies(std::spa
 inline void build_context_ans_tables(context_ans_model& m) {
   m.frequency_table.assign(ans_context_count * ans_token_count, 0);
   m.divisors.assign(ans_context_count * ans_token_count, ans_divisor{});
-  m.slot_token.assign(ans_context_count * ans_scale, 0);
+  m.slot_token.assign(ans_context_count * ans_scale + ans_slot_token_padding, 0);
   for (std::uint32_t c = 0; c < ans_context_count; ++c) {
     std::uint32_t cumulative = 0;
     for (std::uint32_t t = 0; t < ans_token_count; ++t) {
