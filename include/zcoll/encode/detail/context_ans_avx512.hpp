@@ -8,12 +8,12 @@
 /// token, not a table. Host only (the CUDA side has no ContextAns decoder).
 
 #include <algorithm>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "zcoll/core/bits.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/encode/detail/context_ans_model.hpp"
@@ -155,7 +155,7 @@ ans_vector_rounds context_ans_decode_rounds_avx512(const context_ans_model& m, a
     if (missing != 0) [[unlikely]] {
       alignas(64) std::uint32_t tables[16];
       _mm512_store_si512(tables, table);
-      const unsigned lane = static_cast<unsigned>(std::countr_zero(static_cast<unsigned>(missing)));
+      const unsigned lane = static_cast<unsigned>(zcoll::countr_zero(std::uint32_t{missing}));
       throw format_error("context-ans chunk: residual " + std::to_string((16 * h + lane) * length + k) +
                          " is in context " + std::to_string(tables[lane]) +
                          ", which the stream's model has no table for");
@@ -168,7 +168,7 @@ ans_vector_rounds context_ans_decode_rounds_avx512(const context_ans_model& m, a
         _mm512_maskz_expand_epi32(renormalize, _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(word))));
     y = _mm512_mask_or_epi32(y, renormalize, _mm512_slli_epi32(y, 16), words);
     x[h] = _mm512_mask_mov_epi32(x[h], active, y);
-    word += 2 * static_cast<unsigned>(std::popcount(static_cast<unsigned>(renormalize)));
+    word += 2 * static_cast<unsigned>(zcoll::popcount(std::uint32_t{renormalize}));
     // The zigzag symbol: a token below 16 is its own; a larger one is (4 | its two low bits) << width,
     // width = (token - 16) / 4 + 2, with the raw bits below.
     __m512i symbol = token;
