@@ -75,6 +75,10 @@ ContextAns::model check_round_trip(const std::vector<residuals_t>& chunks) {
     INFO("chunk " << c << " of " << chunks[c].size() << " residuals");
     const std::vector<std::byte> chunk = encoded(model, chunks[c]);
     require_equal(decoded<ContextAns>(reread, chunk, chunks[c].size()), chunks[c]);
+    // The scalar rounds alone write the same bytes as the vector rounds with them (AVX-512 builds).
+    std::vector<std::byte> scalar(room_for(chunks[c].size()));
+    REQUIRE(cd::context_ans_encode_chunk(model, chunks[c], {}, scalar, cd::ans_rounds::scalar) == chunk.size());
+    REQUIRE(std::equal(chunk.begin(), chunk.end(), scalar.begin()));
     guarded_buffer<std::byte> exact(chunk.size());
     REQUIRE(ContextAns::encode_chunk(model, chunks[c], exact.span()) == chunk.size());
     REQUIRE(std::equal(chunk.begin(), chunk.end(), exact.span().begin()));
@@ -483,10 +487,11 @@ TEST_CASE("ContextAns rejects level classes that do not fit the residuals", "[en
   CHECK_THROWS_AS(ContextAns::decode_chunk(m, out, back, std::vector<std::uint8_t>(10, 7)), zcoll::argument_error);
 }
 
-TEST_CASE("ContextAns's vector and scalar decoders agree on every chunk, damaged ones too", "[encode][context-ans]") {
-  // The decoder's rounds run as AVX-512 lanes where the build has them (encode/detail/context_ans_avx512.hpp)
-  // and in scalar code otherwise and for the last rounds: both must give the same residuals, or the same
-  // format error, on every chunk. (Built without AVX-512, both are the scalar decoder.)
+TEST_CASE("ContextAns's vector and scalar rounds agree on every chunk, damaged ones too", "[encode][context-ans]") {
+  // The coder's rounds run as AVX-512 lanes where the build has them (encode/detail/context_ans_avx512.hpp)
+  // and in scalar code otherwise and for the last rounds: both must write the same bytes, and decode the
+  // same residuals, or raise the same format error, on every chunk. (Built without AVX-512, both are the
+  // scalar coder.)
   std::mt19937_64 rng(zcoll_test::seed + 310);
   const auto leveled = leveled_residuals(rng, 30000);
   residuals_t wide(9000);
@@ -505,12 +510,25 @@ TEST_CASE("ContextAns's vector and scalar decoders agree on every chunk, damaged
     const auto size = ContextAns::encode_chunk(m, r, chunk, levels);
     REQUIRE(size.has_value());
     chunk.resize(*size);
+    // The encoder's vector and scalar rounds write the same bytes, in room to spare and in room that
+    // runs out within the rounds (the vector rounds stop and the scalar ones find it too small).
+    std::vector<std::byte> scalar(room_for(r.size()));
+    REQUIRE(cd::context_ans_encode_chunk(m, r, levels, scalar, cd::ans_rounds::scalar) == chunk.size());
+    REQUIRE(std::equal(chunk.begin(), chunk.end(), scalar.begin()));
+    for (const std::size_t short_by : {std::size_t{1}, std::size_t{2}, std::size_t{65}, chunk.size() / 3}) {
+      std::vector<std::byte> tight(chunk.size() - short_by);
+      CHECK_FALSE(cd::context_ans_encode_chunk(m, r, levels, tight, cd::ans_rounds::vector).has_value());
+      CHECK_FALSE(cd::context_ans_encode_chunk(m, r, levels, tight, cd::ans_rounds::scalar).has_value());
+    }
+    std::vector<std::byte> exact(chunk.size());
+    REQUIRE(cd::context_ans_encode_chunk(m, r, levels, exact, cd::ans_rounds::vector) == chunk.size());
+    REQUIRE(exact == chunk);
     // The residuals and the bytes read, or the error's message.
-    const auto decode_with = [&](cd::ans_decoder decoder, const std::vector<std::byte>& bytes) {
+    const auto decode_with = [&](cd::ans_rounds rounds, const std::vector<std::byte>& bytes) {
       auto g = guarded_buffer<std::byte>::copy_of(bytes);
       std::vector<std::uint32_t> out(r.size());
       try {
-        const std::size_t used = cd::context_ans_decode_chunk(m, g.span(), levels, out, decoder);
+        const std::size_t used = cd::context_ans_decode_chunk(m, g.span(), levels, out, rounds);
         out.push_back(static_cast<std::uint32_t>(used));
         return std::pair{out, std::string()};
       } catch (const zcoll::format_error& e) {
@@ -518,15 +536,15 @@ TEST_CASE("ContextAns's vector and scalar decoders agree on every chunk, damaged
       }
     };
     const auto agree = [&](const std::vector<std::byte>& bytes) {
-      const auto vector = decode_with(cd::ans_decoder::vector, bytes);
-      const auto scalar = decode_with(cd::ans_decoder::scalar, bytes);
+      const auto vector = decode_with(cd::ans_rounds::vector, bytes);
+      const auto scalar = decode_with(cd::ans_rounds::scalar, bytes);
       CHECK(vector.second == scalar.second);
       CHECK(vector.first == scalar.first);
       return vector.second.empty();
     };
     INFO(r.size() << " residuals" << (levels.empty() ? "" : " with level classes") << " in " << chunk.size() << " bytes");
     REQUIRE(agree(chunk));
-    require_equal(decode_with(cd::ans_decoder::vector, chunk).first, [&] {
+    require_equal(decode_with(cd::ans_rounds::vector, chunk).first, [&] {
       residuals_t with_size = r;
       with_size.push_back(static_cast<std::int32_t>(chunk.size()));
       return with_size;

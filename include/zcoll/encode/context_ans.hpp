@@ -11,10 +11,10 @@
 /// Speed on one core of the 2-core Xeon development VM (chunks of 65536 residuals of geometric
 /// magnitudes, 0.6 to 8 bits a value, -O3 -march=native), with the four segments of the first format:
 /// statistics.add 0.8-0.9 ns a residual, encode_chunk 2.5-3.2 ns, decode_chunk 2.6-2.8 ns; a Huffman code
-/// decodes about three times as fast, at a bit a value at least. The 32 segments of this format let an
-/// AVX-512 decoder run them as vector lanes (encode/detail/context_ans_avx512.hpp): HighRatio decompresses
-/// 1.4-1.7x as fast with it on a Zen 5 core, and compresses as fast as before (docs/performance.md,
-/// "Eighth round"), which has HighRatio's speed and ratio with each form of the coder.
+/// decodes about three times as fast, at a bit a value at least. The 32 segments of this format let
+/// AVX-512 run them as vector lanes (encode/detail/context_ans_avx512.hpp): HighRatio decompresses
+/// 1.4-1.7x as fast with it on a Zen 5 core and compresses a few per cent faster (docs/performance.md,
+/// "Eighth round", which has HighRatio's speed and ratio with each form of the coder).
 ///
 /// A residual r has the zigzag symbol v (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...); v < 16 is its own
 /// token, a larger v of bit width w + 1 has token 16 + 4 (w - 4) + (the two bits of v below its leading

@@ -5,7 +5,9 @@
 /// come in segment order, which an expansion of the next 16 words into the lanes that renormalize
 /// gives; the raw bits likewise, at bit positions from a prefix sum of the lanes' widths. Everything a
 /// token decides (its symbol base, raw-bit width, class, the next magnitude context) is arithmetic on the
-/// token, not a table. Host only (the CUDA side has no ContextAns decoder).
+/// token, not a table. The encoder's rounds likewise: two gathers a vector (the symbols, their
+/// frequencies), the renormalizing lanes' words compressed out in segment order, and the division by
+/// the frequency in double precision. Host only (the CUDA side has no ContextAns coder).
 
 #include <algorithm>
 #include <cstddef>
@@ -25,11 +27,11 @@
 
 namespace zcoll::encode::detail {
 
-/// Which decoder runs a chunk's rounds: the vector one where the build has AVX-512, then the scalar one
-/// for the rounds it leaves (the last ones, where fewer than a word a segment remains); or the scalar one
-/// alone, which the tests compare with it.
-enum class ans_decoder { vector, scalar };
-inline constexpr ans_decoder ans_default_decoder = ZCOLL_HAS_AVX512 ? ans_decoder::vector : ans_decoder::scalar;
+/// Which form codes or decodes a chunk's rounds: the vector one where the build has AVX-512, then the
+/// scalar one for the rounds it leaves (where under a word a segment of room or of words remains); or the
+/// scalar one alone, which the tests compare with it.
+enum class ans_rounds { vector, scalar };
+inline constexpr ans_rounds ans_default_rounds = ZCOLL_HAS_AVX512 ? ans_rounds::vector : ans_rounds::scalar;
 
 /// The decoder's per-segment state, ans_segments of each: the coder states and the rows of their
 /// magnitude contexts (context << ans_scale_bits).
@@ -38,10 +40,18 @@ struct ans_segment_states {
   std::uint32_t* row;
 };
 
-/// Where the vector rounds stopped: the next round and the next word.
+/// Where the vector decoder stopped: the next round and the next word.
 struct ans_vector_rounds {
   std::size_t rounds;
   const std::byte* word;
+};
+
+/// Where the vector encoder stopped: the rounds left to code (0..rounds_left - 1), the last word written,
+/// and whether a residual's token had no frequency in its context.
+struct ans_vector_coded {
+  std::size_t rounds_left;
+  std::byte* word;
+  bool missing;
 };
 
 #if ZCOLL_HAS_AVX512
@@ -205,6 +215,71 @@ ans_vector_rounds context_ans_decode_rounds_avx512(const context_ans_model& m, a
   }
   raw.advance(raw_position);
   return {k, word};
+}
+
+/// The rounds of a chunk's coding, from the last (the encoder's order: rANS codes last in, first out):
+/// codes symbols[i] (context * 128 + token, segment-major, readable one symbol past `count`) into the
+/// states and writes their words downwards from `word`, each round's below the last, while a round's
+/// words (a word a segment) stay above `floor`; says where it stopped. The words and states are the
+/// scalar encoder's: a round's words in segment order, state x -> x + (x / f) (2^12 - f) + c after
+/// renormalization (x / f computed in double precision, exact for x < 2^31).
+inline ans_vector_coded context_ans_encode_rounds_avx512(const context_ans_model& m, const std::uint16_t* symbols,
+                                                        std::size_t count, std::size_t length, std::uint32_t* state,
+                                                        std::byte* word, const std::byte* floor) {
+  static_assert(ans_segments == 32, "two vectors of 16 lanes");
+  if (count == 0 || count > (std::size_t{1} << 24)) return {length, word, false};
+  constexpr std::size_t round_words_bytes = 2 * ans_segments;
+  const __m512i zero = _mm512_setzero_si512();
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i count_lanes = _mm512_set1_epi32(static_cast<int>(count));
+  const auto* const frequencies = reinterpret_cast<const int*>(m.frequency_table.data());
+  __m512i first[2], x[2];
+  for (unsigned h = 0; h < 2; ++h) {
+    first[h] = _mm512_mullo_epi32(_mm512_add_epi32(lanes, _mm512_set1_epi32(16 * h)),
+                                  _mm512_set1_epi32(static_cast<int>(length)));
+    x[h] = _mm512_loadu_si512(state + 16 * h);
+  }
+  __mmask16 missing = 0;
+  // Residual k of the segments of vector h (those with one: `active`).
+  const auto encode = [&](unsigned h, std::size_t k) ZCOLL_LAMBDA_ALWAYS_INLINE {
+    const __m512i index = _mm512_add_epi32(first[h], _mm512_set1_epi32(static_cast<int>(k)));
+    const __mmask16 active = _mm512_cmplt_epu32_mask(index, count_lanes);
+    if (active == 0) return;
+    const __m512i symbol = _mm512_and_si512(_mm512_mask_i32gather_epi32(zero, active, index, symbols, 2),
+                                            _mm512_set1_epi32(0xFFFF));
+    const __m512i entry = _mm512_mask_i32gather_epi32(zero, active, symbol, frequencies, 4);
+    const __m512i frequency = _mm512_and_si512(entry, _mm512_set1_epi32(0xFFFF));
+    const __mmask16 coded = _mm512_mask_test_epi32_mask(active, frequency, frequency);
+    missing |= active & static_cast<__mmask16>(~coded);
+    // Out goes the low word of a state that coding would take past 2^31, in segment order.
+    const __mmask16 renormalize =
+        _mm512_mask_cmpge_epu32_mask(active, x[h], _mm512_slli_epi32(frequency, 31 - ans_scale_bits));
+    const unsigned out = static_cast<unsigned>(zcoll::popcount(std::uint32_t{renormalize}));
+    word -= 2 * out;
+    _mm512_mask_cvtepi32_storeu_epi16(word, static_cast<__mmask16>((1u << out) - 1u),
+                                      _mm512_maskz_compress_epi32(renormalize, x[h]));
+    __m512i y = _mm512_mask_srli_epi32(x[h], renormalize, x[h], 16);
+    // x / f, exact in double (a quotient below 2^31 of integers below 2^31 is not rounded up to the next
+    // integer); a lane without a frequency divides by 1 and is not kept.
+    const __m512i divisor = _mm512_mask_mov_epi32(one, coded, frequency);
+    const __m256i low = _mm512_cvttpd_epu32(_mm512_div_pd(_mm512_cvtepu32_pd(_mm512_castsi512_si256(y)),
+                                                          _mm512_cvtepu32_pd(_mm512_castsi512_si256(divisor))));
+    const __m256i high = _mm512_cvttpd_epu32(_mm512_div_pd(_mm512_cvtepu32_pd(_mm512_extracti64x4_epi64(y, 1)),
+                                                           _mm512_cvtepu32_pd(_mm512_extracti64x4_epi64(divisor, 1))));
+    const __m512i quotient = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);
+    y = _mm512_add_epi32(
+        y, _mm512_add_epi32(_mm512_mullo_epi32(quotient, _mm512_sub_epi32(_mm512_set1_epi32(ans_scale), frequency)),
+                            _mm512_srli_epi32(entry, 16)));
+    x[h] = _mm512_mask_mov_epi32(x[h], coded, y);
+  };
+  std::size_t k = length;
+  for (; k > 0 && static_cast<std::size_t>(word - floor) >= round_words_bytes; --k) {
+    encode(1, k - 1);
+    encode(0, k - 1);
+  }
+  for (unsigned h = 0; h < 2; ++h) _mm512_storeu_si512(state + 16 * h, x[h]);
+  return {k, word, missing != 0};
 }
 
 #endif  // ZCOLL_HAS_AVX512

@@ -81,12 +81,16 @@ inline void write_raw_bits(std::span<const std::int32_t> residuals, std::span<co
 /// Writes the chunk into `out`: its size, or nullopt when it does not fit or a residual's token has no
 /// frequency in its context (the model was not built from this chunk's statistics). `levels`: the
 /// residuals' level classes, or empty (all 0). Uses the end of `out` as room for the words before
-/// moving them after the states.
+/// moving them after the states. `rounds`: the vector rounds where the build has them (the default), or
+/// the scalar ones alone (the tests compare the two: the same bytes).
 inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_model& m,
                                                            std::span<const std::int32_t> residuals,
-                                                           ans_level_span levels, std::span<std::byte> out) {
+                                                           ans_level_span levels, std::span<std::byte> out,
+                                                           ans_rounds rounds = ans_default_rounds) {
   const std::size_t count = residuals.size(), length = ans_segment_length(count);
-  const auto symbol_room = std::make_unique_for_overwrite<std::uint16_t[]>(count);  // not zeroed: all written
+  // Not zeroed: all written, and one more symbol, which a vector gather may load past the last.
+  const auto symbol_room = std::make_unique_for_overwrite<std::uint16_t[]>(count + 1);
+  symbol_room[count] = 0;
   const std::span<std::uint16_t> symbols(symbol_room.get(), count);
   context_ans_symbols(residuals, m.uses_levels ? levels : ans_level_span{}, symbols);
   std::uint64_t extra_bits = 0;
@@ -135,9 +139,21 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
   constexpr std::true_type checked;
   constexpr std::false_type unchecked;
   // The rounds in blocks, last first: a block that cannot reach the raw bits (a round writes at most a
-  // word a segment) runs without a check a symbol.
+  // word a segment) runs without a check a symbol. The vector rounds first where the build has them.
+  std::size_t k = length;
+#if ZCOLL_HAS_AVX512
+  if (rounds == ans_rounds::vector) {
+    const ans_vector_coded done =
+        context_ans_encode_rounds_avx512(m, symbols.data(), count, length, state, word, out.data() + words_floor);
+    k = done.rounds_left;
+    word = done.word;
+    missing |= done.missing;
+  }
+#else
+  (void)rounds;
+#endif
   constexpr std::size_t block_rounds = 64;
-  for (std::size_t k = length; k > 0;) {
+  while (k > 0) {
     const std::size_t block_end = k - std::min(k, block_rounds);
     if (static_cast<std::size_t>(word - out.data()) >= words_floor + 2 + 2 * ans_segments * (k - block_end)) {
       for (; k > block_end; --k) {
@@ -170,7 +186,7 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
 template <bool with_levels>
 std::size_t context_ans_decode_chunk_of(const context_ans_model& m, std::span<const std::byte> in,
                                         const std::uint8_t* level, std::span<std::uint32_t> residuals,
-                                        ans_decoder decoder) {
+                                        ans_rounds rounds) {
   byte_reader reader(in);
   const auto extra_bytes = reader.read<std::uint32_t>("context-ans chunk: raw-bit bytes");
   const auto word_count = reader.read<std::uint32_t>("context-ans chunk: word count");
@@ -234,14 +250,14 @@ std::size_t context_ans_decode_chunk_of(const context_ans_model& m, std::span<co
   std::uint32_t row[ans_segments] = {};
   std::size_t k = 0;
 #if ZCOLL_HAS_AVX512
-  if (decoder == ans_decoder::vector) {
+  if (rounds == ans_rounds::vector) {
     const ans_vector_rounds done = context_ans_decode_rounds_avx512<with_levels>(
         m, {state, row}, word, words_end, raw, level, residuals.data(), count, length);
     k = done.rounds;
     word = done.word;
   }
 #else
-  (void)decoder;
+  (void)rounds;
 #endif
   // Rounds while a word a segment remains need no checks.
   const auto unchecked_rounds_of = [&](auto few_raw_bits) {
@@ -281,15 +297,15 @@ std::size_t context_ans_decode_chunk_of(const context_ans_model& m, std::span<co
 /// all 0, as the encoder was given; used where the model has their contexts); returns the bytes read.
 /// Raises format_error on a chunk that reads past its parts, reaches a context the model has no table
 /// for, or does not end with the states it began with and every word and raw bit read.
-/// `decoder`: the vector rounds where the build has them (the default), or the scalar ones alone (the
+/// `rounds`: the vector rounds where the build has them (the default), or the scalar ones alone (the
 /// tests compare the two).
 inline std::size_t context_ans_decode_chunk(const context_ans_model& m, std::span<const std::byte> in,
                                             ans_level_span levels, std::span<std::uint32_t> residuals,
-                                            ans_decoder decoder = ans_default_decoder) {
+                                            ans_rounds rounds = ans_default_rounds) {
   if (m.uses_levels && !levels.empty()) {
-    return context_ans_decode_chunk_of<true>(m, in, levels.data(), residuals, decoder);
+    return context_ans_decode_chunk_of<true>(m, in, levels.data(), residuals, rounds);
   }
-  return context_ans_decode_chunk_of<false>(m, in, nullptr, residuals, decoder);
+  return context_ans_decode_chunk_of<false>(m, in, nullptr, residuals, rounds);
 }
 
 }  // namespace zcoll::encode::detail
