@@ -56,6 +56,14 @@ struct ans_vector_coded {
 
 #if ZCOLL_HAS_AVX512
 
+// GCC 12 reports its own unmasked AVX-512 intrinsics, inlined here, as reading an uninitialized vector
+// (the `__Y = __Y` of _mm512_undefined_epi32 and its kin: GCC bug 105593, fixed in GCC 13), hundreds of
+// times a build; nothing here reads one.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 /// The first rounds of a chunk of `count` residuals in segments of `length` (ans_segment_length), from
 /// round 0 while a word a segment remains: decodes them into `residuals` (segment-major, as the scalar
 /// decoder writes them), moves `segments`, `raw` and the word on, and says where it stopped. `level`: the
@@ -281,6 +289,10 @@ inline ans_vector_coded context_ans_encode_rounds_avx512(const context_ans_model
   for (unsigned h = 0; h < 2; ++h) _mm512_storeu_si512(state + 16 * h, x[h]);
   return {k, word, missing != 0};
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #endif  // ZCOLL_HAS_AVX512
 
