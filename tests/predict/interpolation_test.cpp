@@ -13,6 +13,7 @@
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/predict/concepts.hpp"
+#include "zcoll/predict/detail/interpolation_run.hpp"
 #include "zcoll/predict/interpolation.hpp"
 
 namespace {
@@ -105,7 +106,110 @@ void check_round_trip(std::mt19937_64& rng, const chunk_case& c, const interpola
   REQUIRE(decoded == recon);
 }
 
+/// The pipeline's targets of a chunk of `count` values of type V (7/3 of a value a code step): a smooth
+/// field with noise, of codes up to
+/// about `scale` (2^20 fine codes is f32's range; f64 reaches 2^30, beyond which the vector runs' 32-bit
+/// lanes would overflow and give way to the scalar walk), with lanes stored exactly (their code in
+/// `codes`) at the rate `exact_rate` and in runs of 40, to cover whole and partial batches.
+template <class V>
+struct chunk_data {
+  std::vector<V> values;
+  std::vector<zcoll::block_mask> exact;
+  std::vector<std::int32_t> codes;
+};
+template <class V>
+chunk_data<V> make_chunk_data(std::mt19937_64& rng, std::size_t count, double scale, double exact_rate) {
+  chunk_data<V> d{std::vector<V>(count), std::vector<zcoll::block_mask>((count + 31) / 32, 0), std::vector<std::int32_t>(count)};
+  std::normal_distribution<double> noise(0.0, scale * 1e-3);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double code = scale * std::sin(0.003 * static_cast<double>(i)) + noise(rng);
+    d.values[i] = static_cast<V>(code * 3.0 / 7.0);
+    d.codes[i] = static_cast<std::int32_t>(std::lround(code));
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    if (uniform(rng) >= exact_rate) continue;
+    const std::size_t run = uniform(rng) < 0.1 ? 40 : 1;
+    for (std::size_t j = i; j < std::min(count, i + run); ++j) d.exact[j / 32] |= zcoll::block_mask{1} << (j % 32);
+  }
+  return d;
+}
+
+/// The forward and inverse walks 16 points a vector (AVX-512 builds) give the scalar walk's residuals and
+/// codes bit for bit, on the pipeline's targets (chunk_targets), and the inverse on arbitrary residuals
+/// (a damaged stream's) the same codes too.
+template <unsigned N, class V>
+void check_vector_walk(std::mt19937_64& rng, const chunk_case& c, const interpolation_parameters& p, double scale,
+                       double exact_rate) {
+  using I = zcoll::predict::Interpolation<N>;
+  using zcoll::predict::detail::walk_lanes;
+  const auto d = make_chunk_data<V>(rng, c.count, scale, exact_rate);
+  const typename I::state state(p, c.first, c.count);
+  // A step that is no power of two, so that the product's rounding shows (values scaled to keep the codes).
+  const double steps_per_unit = 7.0 / 3.0;
+  std::vector<std::int32_t> residuals[2] = {d.codes, d.codes};
+  std::vector<std::uint32_t> recon[2] = {std::vector<std::uint32_t>(c.count, unwritten), std::vector<std::uint32_t>(c.count, unwritten)};
+  for (const walk_lanes lanes : {walk_lanes::scalar, walk_lanes::vector}) {
+    auto& r = residuals[static_cast<int>(lanes == walk_lanes::vector)];
+    const zcoll::predict::detail::chunk_targets<V> targets{
+        .values = d.values.data(), .steps_per_unit = steps_per_unit, .exact = d.exact.data(), .blocks = d.exact.size(), .codes = r.data()};
+    I::forward_chunk(state, std::span(r), std::span(recon[static_cast<int>(lanes == walk_lanes::vector)]), targets, lanes);
+  }
+  REQUIRE(residuals[0] == residuals[1]);
+  REQUIRE(recon[0] == recon[1]);
+  for (std::size_t i = 0; i < c.count; ++i) REQUIRE(recon[0][i] != unwritten);
+  std::vector<std::uint32_t> decoded[2];
+  for (const walk_lanes lanes : {walk_lanes::scalar, walk_lanes::vector}) {
+    auto& out = decoded[static_cast<int>(lanes == walk_lanes::vector)];
+    out.assign(residuals[0].begin(), residuals[0].end());
+    I::inverse_chunk(state, std::span(out), lanes);
+  }
+  REQUIRE(decoded[0] == recon[0]);
+  REQUIRE(decoded[1] == recon[0]);
+  // Arbitrary residuals: small ones, and words of any size (codes that wrap modulo 2^32).
+  std::uniform_int_distribution<std::uint32_t> any_word, small_word(0, 64);
+  for (const bool wide : {false, true}) {
+    std::vector<std::uint32_t> garbage(c.count);
+    for (auto& w : garbage) w = wide ? any_word(rng) : small_word(rng) - 32u;
+    decoded[0] = garbage;
+    decoded[1] = garbage;
+    I::inverse_chunk(state, std::span(decoded[0]), walk_lanes::scalar);
+    I::inverse_chunk(state, std::span(decoded[1]), walk_lanes::vector);
+    REQUIRE(decoded[0] == decoded[1]);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("Interpolation: the vector walk gives the scalar walk's residuals and codes", "[predict][interpolation]") {
+  std::mt19937_64 rng(zcoll_test::seed);
+  // Chunks of whole and partial rows and planes, with rows whose runs end in every part of a batch.
+  std::vector<chunk_case> cases = chunk_cases;
+  for (const std::uint64_t nx : {33, 64, 95, 190}) cases.push_back({{nx, 37}, 5, static_cast<std::size_t>(nx * 37 * 3 - 11)});
+  for (const auto& c : cases) {
+    INFO("grid " << c.grid.nx << " x " << c.grid.ny << ", first " << c.first << ", " << c.count << " values");
+    for (const double exact_rate : {0.0, 0.01, 0.3}) {
+      INFO("exact lanes at rate " << exact_rate);
+      for (const auto& p : zcoll::predict::Interpolation<1>::candidates({.grid = c.grid})) {
+        check_vector_walk<1, float>(rng, c, p, 1e5, exact_rate);
+      }
+      for (const auto& p : zcoll::predict::Interpolation<2>::candidates({.grid = c.grid})) {
+        check_vector_walk<2, float>(rng, c, p, 1e5, exact_rate);
+        check_vector_walk<2, double>(rng, c, p, 1e5, exact_rate);
+      }
+      for (const auto& p : zcoll::predict::Interpolation<3>::candidates({.grid = c.grid})) {
+        check_vector_walk<3, float>(rng, c, p, 1e5, exact_rate);
+      }
+      // Narrower bins (widths that are not powers of two), linear levels, the other axis order.
+      check_vector_walk<2, float>(rng, c, {.grid = c.grid, .level_widths = descending_widths}, 1e5, exact_rate);
+      check_vector_walk<3, double>(rng, c, {.grid = c.grid, .method = prediction_method::interpolation_fastest_first,
+                                            .cubic_levels = 0x55, .level_widths = sz3_default_widths}, 1e5, exact_rate);
+      // Codes past 2^26 (f64's range reaches 2^30): batches that would overflow 32-bit lanes.
+      check_vector_walk<2, double>(rng, c, {.grid = c.grid}, 1e9, exact_rate);
+      check_vector_walk<1, double>(rng, c, {.grid = c.grid, .cubic_levels = 0}, 6.7e7, exact_rate);
+    }
+  }
+}
 
 TEST_CASE("Interpolation: the walks reach every point of a chunk exactly once", "[predict][interpolation]") {
   check_every_point_once<1>();

@@ -33,7 +33,9 @@
 /// decoder will and checks it against the stream's bound; a lane that misses it is stored exactly.
 /// All prediction arithmetic is on 64-bit integers of the 32-bit codes and reconstructions wrap modulo
 /// 2^32, so decoding is the same on every compiler and device, and a corrupted stream decodes to
-/// garbage values, never to undefined behaviour.
+/// garbage values, never to undefined behaviour. The walk hands most points over as runs (evenly spaced
+/// points of one step with the same form, detail/interpolation_run.hpp), which AVX-512 builds predict 16
+/// at a time in 32-bit lanes where that gives the same values (detail/interpolation_avx512.hpp).
 ///
 /// Stream parameters (the pipeline's parameter section): nx and ny (u64 each; as LorenzoGrid's, 1 for
 /// the axes the predictor does not use), the method (u8: prediction_method), `cubic_levels` (u32, bit l
@@ -55,6 +57,8 @@
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/core/lanes.hpp"
+#include "zcoll/predict/detail/interpolation_avx512.hpp"
+#include "zcoll/predict/detail/interpolation_run.hpp"
 #include "zcoll/predict/grid_extents.hpp"
 
 namespace zcoll::predict {
@@ -172,11 +176,12 @@ ZCOLL_ALWAYS_INLINE std::int64_t predict_on_line(const interpolation_box& b, con
 /// A step along axis 0 or 1 (its lines run across memory): the step's points taken row by row along axis
 /// 2 (stride 1) instead, so that consecutive points, and the rows of neighbours they read, are near in
 /// memory (the points of a step are independent: any order gives the same values). On each row the
-/// points whose neighbours all lie in the chunk are predicted without checks; the others, at a chunk's
-/// cut, by predict_on_line.
-template <class Apply>
+/// points whose neighbours all lie in the chunk are one run (`run(interpolation_run)`); the others, at a
+/// chunk's cut, are predicted by predict_on_line (`point(chunk index, prediction)`).
+template <class Point, class Run>
 void interpolation_step_across(const interpolation_box& b, const std::uint32_t* recon, std::uint64_t s, unsigned axis,
-                               unsigned slow, std::uint64_t slow_step, std::uint64_t fast_step, bool cubic, Apply apply) {
+                               unsigned slow, std::uint64_t slow_step, std::uint64_t fast_step, bool cubic, Point point,
+                               Run run) {
   const std::uint64_t e = b.extent[axis], stride = b.stride[axis], e1 = b.extent[2];
   const auto offset = static_cast<std::int64_t>(b.offset), end = offset + static_cast<std::int64_t>(b.count);
   // fast_step is s or 2s, a power of two.
@@ -189,7 +194,6 @@ void interpolation_step_across(const interpolation_box& b, const std::uint32_t* 
   const auto first_past = [&](std::int64_t row) -> std::uint64_t {
     return row >= end ? 0 : std::min(round_up(static_cast<std::uint64_t>(end - row)), e1);
   };
-  const auto q = [recon](std::int64_t i) -> std::int64_t { return static_cast<std::int32_t>(recon[i]); };
   for (std::uint64_t c0 = 0; c0 < b.extent[slow]; c0 += slow_step) {
     const std::uint64_t plane = c0 * b.stride[slow];
     for (std::uint64_t c = s; c < e; c += 2 * s) {
@@ -198,33 +202,26 @@ void interpolation_step_across(const interpolation_box& b, const std::uint32_t* 
       if (point_lo >= point_hi) continue;
       const bool has_b = c + s < e, has_aa = cubic && c >= 3 * s, has_bb = cubic && c + 3 * s < e;
       const auto is = static_cast<std::int64_t>(s * stride);
-      const std::int64_t ia = row - is - offset, ib = row + is - offset, iaa = row - 3 * is - offset, ibb = row + 3 * is - offset;
       const std::uint64_t fast_lo = std::max(point_lo, first_in(row - (has_aa ? 3 : 1) * is));
       const std::uint64_t fast_hi = std::min(point_hi, first_past(row + (has_bb ? 3 : has_b ? 1 : 0) * is));
       std::uint64_t c1 = point_lo;
       const auto checked = [&](std::uint64_t k) {
-        apply(static_cast<std::size_t>(row - offset + static_cast<std::int64_t>(k)),
+        point(static_cast<std::size_t>(row - offset + static_cast<std::int64_t>(k)),
               predict_on_line(b, recon, plane + k, stride, e, c, s, cubic));
       };
       if (fast_lo < fast_hi) {
         for (; c1 < fast_lo; c1 += fast_step) checked(c1);
-        const auto run = [&](auto predict) {
-          for (std::uint64_t k = fast_lo; k < fast_hi; k += fast_step) {
-            const auto at = static_cast<std::int64_t>(k);
-            apply(static_cast<std::size_t>(row - offset + at), predict(at));
-          }
-        };
-        if (has_aa && has_bb) {
-          run([&](std::int64_t at) { return (-q(iaa + at) + 9 * q(ia + at) + 9 * q(ib + at) - q(ibb + at) + 8) >> 4; });
-        } else if (has_aa && has_b) {
-          run([&](std::int64_t at) { return (-q(iaa + at) + 6 * q(ia + at) + 3 * q(ib + at) + 4) >> 3; });
-        } else if (has_bb) {
-          run([&](std::int64_t at) { return (3 * q(ia + at) + 6 * q(ib + at) - q(ibb + at) + 4) >> 3; });
-        } else if (has_b) {
-          run([&](std::int64_t at) { return (q(ia + at) + q(ib + at) + 1) >> 1; });
-        } else {
-          run([&](std::int64_t at) { return q(ia + at); });
-        }
+        const run_form form = has_aa && has_bb ? run_form::cubic
+                              : has_aa && has_b ? run_form::without_last
+                              : has_bb          ? run_form::without_first
+                              : has_b           ? run_form::linear
+                                                : run_form::first_only;
+        const auto first = row - offset + static_cast<std::int64_t>(fast_lo);
+        run(interpolation_run{.first = first,
+                              .stride = static_cast<std::int64_t>(fast_step),
+                              .count = static_cast<std::int64_t>((fast_hi - fast_lo + fast_step - 1) / fast_step),
+                              .form = form,
+                              .reach = {-3 * is, -is, is, 3 * is}});
         c1 = fast_hi;
       }
       for (; c1 < point_hi; c1 += fast_step) checked(c1);
@@ -234,12 +231,13 @@ void interpolation_step_across(const interpolation_box& b, const std::uint32_t* 
 
 /// One step of the walk: every point whose coordinate along `axis` is an odd multiple of `s`, whose
 /// coordinates along the axes earlier in the level's order are multiples of s and along the later ones
-/// multiples of 2s, gets `apply(chunk index, prediction)`, the prediction made from `recon` (the chunk's
-/// reconstructions so far). The points of one step depend only on points of earlier steps.
-template <class Apply>
+/// multiples of 2s, gets `point(chunk index, prediction)` or is in a run (`run(interpolation_run)`), the
+/// prediction made from `recon` (the chunk's reconstructions so far). The points of one step depend only
+/// on points of earlier steps.
+template <class Point, class Run>
 ZCOLL_ALWAYS_INLINE void interpolation_step(const interpolation_box& b, const std::uint32_t* recon, std::uint64_t s,
                                             unsigned axis, const std::array<unsigned, 3>& rank, bool cubic,
-                                            Apply apply) {
+                                            Point point, Run run) {
   const std::uint64_t e = b.extent[axis];
   if (e <= s) return;
   unsigned other[2];
@@ -250,7 +248,7 @@ ZCOLL_ALWAYS_INLINE void interpolation_step(const interpolation_box& b, const st
   const std::uint64_t step1 = rank[other[1]] < rank[axis] ? s : 2 * s;
   const std::uint64_t stride = b.stride[axis];
   if (axis != 2) {  // other[1] is axis 2, the rows in memory
-    interpolation_step_across(b, recon, s, axis, other[0], step0, step1, cubic, apply);
+    interpolation_step_across(b, recon, s, axis, other[0], step0, step1, cubic, point, run);
     return;
   }
   const std::uint64_t end = b.offset + b.count;
@@ -262,28 +260,27 @@ ZCOLL_ALWAYS_INLINE void interpolation_step(const interpolation_box& b, const st
       const bool whole_line = base >= b.offset && last < end;
       std::uint64_t c = s;
       if (whole_line) {
-        // The points with every neighbour inside the line, without checks: most of them.
-        const std::uint32_t* line = recon + (base - b.offset);
-        const auto q = [&](std::uint64_t k) -> std::int64_t { return static_cast<std::int32_t>(line[k * stride]); };
+        // The points with every neighbour inside the line, one run: most of them.
         const std::uint64_t first_inner = cubic ? 3 * s : s;
         for (; c < first_inner && c < e; c += 2 * s) {
-          apply(static_cast<std::size_t>(base - b.offset + c * stride), predict_on_line(b, recon, base, stride, e, c, s, cubic));
+          point(static_cast<std::size_t>(base - b.offset + c * stride), predict_on_line(b, recon, base, stride, e, c, s, cubic));
         }
-        if (cubic) {
-          for (; c + 3 * s < e; c += 2 * s) {
-            apply(static_cast<std::size_t>(base - b.offset + c * stride),
-                  (-q(c - 3 * s) + 9 * q(c - s) + 9 * q(c + s) - q(c + 3 * s) + 8) >> 4);
-          }
-        } else {
-          for (; c + s < e; c += 2 * s) {
-            apply(static_cast<std::size_t>(base - b.offset + c * stride), (q(c - s) + q(c + s) + 1) >> 1);
-          }
+        const std::uint64_t reach = cubic ? 3 * s : s;  // the farthest neighbour
+        if (c + reach < e) {
+          const std::uint64_t count = (e - reach - c + 2 * s - 1) / (2 * s);
+          const auto is = static_cast<std::int64_t>(s * stride);
+          run(interpolation_run{.first = static_cast<std::int64_t>(base - b.offset + c * stride),
+                                .stride = 2 * is,
+                                .count = static_cast<std::int64_t>(count),
+                                .form = cubic ? run_form::cubic : run_form::linear,
+                                .reach = {-3 * is, -is, is, 3 * is}});
+          c += 2 * s * count;
         }
       }
       for (; c < e; c += 2 * s) {
         const std::uint64_t v = base + c * stride;
         if (!whole_line && (v < b.offset || v >= end)) continue;
-        apply(static_cast<std::size_t>(v - b.offset), predict_on_line(b, recon, base, stride, e, c, s, cubic));
+        point(static_cast<std::size_t>(v - b.offset), predict_on_line(b, recon, base, stride, e, c, s, cubic));
       }
     }
   }
@@ -297,12 +294,13 @@ inline constexpr auto inverse_bin_width = [] {
 }();
 
 /// The walk of a whole chunk in the decoder's order: the origin first (predicted as 0, in the coarsest
-/// level's bins), then every step; `apply(chunk index, prediction, bin width)`.
-template <class Apply>
+/// level's bins), then every step; `point(chunk index, prediction, bin width)` for single points and
+/// `run(interpolation_run, bin width)` for runs, whose points the caller predicts (for_each_in_run).
+template <class Point, class Run>
 void interpolation_walk(const interpolation_box& b, const interpolation_parameters& walk, const std::uint32_t* recon,
-                        Apply apply) {
+                        Point point, Run run) {
   if (b.count == 0) return;
-  if (b.offset == 0) apply(std::size_t{0}, std::int64_t{0}, walk.width_of_level(b.levels()));
+  if (b.offset == 0) point(std::size_t{0}, std::int64_t{0}, walk.width_of_level(b.levels()));
   const std::array<unsigned, 3> order = walk.method == prediction_method::interpolation_slowest_first
                                             ? std::array<unsigned, 3>{0, 1, 2}
                                             : std::array<unsigned, 3>{2, 1, 0};
@@ -311,9 +309,21 @@ void interpolation_walk(const interpolation_box& b, const interpolation_paramete
   for (unsigned l = b.levels(); l-- > 0;) {
     const bool cubic = (walk.cubic_levels >> std::min(l, 31u)) & 1u;
     const std::int64_t width = walk.width_of_level(l);
-    const auto at_level = [&](std::size_t i, std::int64_t p) ZCOLL_LAMBDA_ALWAYS_INLINE { apply(i, p, width); };
-    for (unsigned k = 0; k < 3; ++k) interpolation_step(b, recon, std::uint64_t{1} << l, order[k], rank, cubic, at_level);
+    const auto at_level = [&](std::size_t i, std::int64_t p) ZCOLL_LAMBDA_ALWAYS_INLINE { point(i, p, width); };
+    const auto run_at_level = [&](const interpolation_run& r) ZCOLL_LAMBDA_ALWAYS_INLINE { run(r, width); };
+    for (unsigned k = 0; k < 3; ++k) {
+      interpolation_step(b, recon, std::uint64_t{1} << l, order[k], rank, cubic, at_level, run_at_level);
+    }
   }
+}
+
+/// The walk with every point, runs' too, given to `apply(chunk index, prediction, bin width)`.
+template <class Apply>
+void interpolation_walk(const interpolation_box& b, const interpolation_parameters& walk, const std::uint32_t* recon,
+                        Apply apply) {
+  interpolation_walk(b, walk, recon, apply, [&](const interpolation_run& r, std::int64_t width) ZCOLL_LAMBDA_ALWAYS_INLINE {
+    for_each_in_run(r, recon, 0, [&](std::size_t i, std::int64_t p) ZCOLL_LAMBDA_ALWAYS_INLINE { apply(i, p, width); });
+  });
 }
 
 /// The Lorenzo walk of a chunk: its points in order, each predicted from its neighbours at -1 along
@@ -499,9 +509,11 @@ struct Interpolation {
   /// The chunk's residuals into `residuals`, and into `recon` the codes the decoder will reconstruct.
   /// `target(i)` is value i in code steps (x / step, in double: the residual then rounds once), or for a
   /// lane stored exactly any code that keeps the prediction smooth.
+  /// A detail::chunk_targets (the pipeline's) walks its runs 16 points a vector where `lanes` and the
+  /// build allow; any other callable target a point at a time. Both give the same residuals.
   template <class Target>
   static void forward_chunk(const state& s, std::span<std::int32_t> residuals, std::span<std::uint32_t> recon,
-                            const Target& target) {
+                            const Target& target, detail::walk_lanes lanes = detail::walk_default_lanes) {
     const auto b = detail::interpolation_box::of_chunk(s.walk.grid, N, s.first, residuals.size());
     const auto store = [&](std::size_t i, std::int64_t p, std::int64_t code_r, std::int64_t width) {
       recon[i] = static_cast<std::uint32_t>(p + width * code_r);
@@ -516,7 +528,7 @@ struct Interpolation {
       // steps, odd when it has a fraction) and r = floor((m + code_scale - 1 + ((m | m / 2 code_scale) & 1))
       // / 2 code_scale): with a fraction no tie is possible and that rounds half up; without one, the
       // parity of m / 2 code_scale moves an exact half to the even side.
-      walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p, std::int64_t) {
+      detail::lorenzo_walk(b, recon.data(), [&](std::size_t i, std::int64_t p, std::int64_t) {
         const double t = target(i);
         const double whole = std::floor(t);
         const std::int64_t m = 2 * static_cast<std::int64_t>(whole) + (t != whole ? 1 : 0) - 2 * p;
@@ -528,11 +540,26 @@ struct Interpolation {
       // width is a product with 1 / width, exact for 16 (a power of two); for another width it may fall
       // on the other side of a half than the exact quotient, leaving the reconstruction a hair more than
       // half a bin away: still well inside 8 codes (the bound), as every other width is at most 15.
-      walk(b, s.walk, recon.data(), [&](std::size_t i, std::int64_t p, std::int64_t width) {
+      const auto point = [&](std::size_t i, std::int64_t p, std::int64_t width) ZCOLL_LAMBDA_ALWAYS_INLINE {
         const double inverse = detail::inverse_bin_width[static_cast<std::size_t>(width)];
-        store(i, p, static_cast<std::int64_t>(std::nearbyint((target(i) - static_cast<double>(p)) * inverse)), width);
-      });
+        store(i, p, static_cast<std::int64_t>(std::nearbyint(target_minus(target, i, static_cast<double>(p)) * inverse)), width);
+      };
+      const auto run = [&](const detail::interpolation_run& r, std::int64_t width) {
+        const auto at_width = [&](std::size_t i, std::int64_t p) ZCOLL_LAMBDA_ALWAYS_INLINE { point(i, p, width); };
+#if ZCOLL_HAS_AVX512
+        if constexpr (detail::has_vector_targets<Target>) {
+          if (lanes == detail::walk_lanes::vector && detail::run_in_vectors(r)) {
+            detail::forward_run_avx512(r, target, residuals.data(), recon.data(), width,
+                                       detail::inverse_bin_width[static_cast<std::size_t>(width)], at_width);
+            return;
+          }
+        }
+#endif
+        detail::for_each_in_run(r, recon.data(), 0, at_width);
+      };
+      detail::interpolation_walk(b, s.walk, recon.data(), point, run);
     }
+    (void)lanes;
   }
 
   /// The classes of level_classes(): the walk's finest level, the next, and the coarser ones.
@@ -573,20 +600,40 @@ struct Interpolation {
   }
 
   /// The chunk's residuals back into the encoder's reconstructions (fine codes), in place.
-  static void inverse_chunk(const state& s, std::span<std::uint32_t> values) {
+  /// Runs of the interpolation walks go 16 points a vector where `lanes` and the build allow (the same
+  /// codes as a point at a time).
+  static void inverse_chunk(const state& s, std::span<std::uint32_t> values,
+                            detail::walk_lanes lanes = detail::walk_default_lanes) {
     const auto b = detail::interpolation_box::of_chunk(s.walk.grid, N, s.first, values.size());
-    walk(b, s.walk, values.data(), [&](std::size_t i, std::int64_t p, std::int64_t width) {
+    const auto point = [&](std::size_t i, std::int64_t p, std::int64_t width) ZCOLL_LAMBDA_ALWAYS_INLINE {
       values[i] = static_cast<std::uint32_t>(p + width * static_cast<std::int32_t>(values[i]));
-    });
+    };
+    if (s.walk.method == prediction_method::lorenzo) {
+      detail::lorenzo_walk(b, values.data(), point);
+      return;
+    }
+    const auto run = [&](const detail::interpolation_run& r, std::int64_t width) {
+      const auto at_width = [&](std::size_t i, std::int64_t p) ZCOLL_LAMBDA_ALWAYS_INLINE { point(i, p, width); };
+#if ZCOLL_HAS_AVX512
+      if (lanes == detail::walk_lanes::vector && detail::run_in_vectors(r)) {
+        detail::inverse_run_avx512(r, values.data(), width, at_width);
+        return;
+      }
+#endif
+      detail::for_each_in_run(r, values.data(), 0, at_width);
+    };
+    detail::interpolation_walk(b, s.walk, values.data(), point, run);
+    (void)lanes;
   }
 
  private:
-  template <class Apply>
-  static void walk(const detail::interpolation_box& b, const parameters& p, const std::uint32_t* recon, Apply apply) {
-    if (p.method == prediction_method::lorenzo) {
-      detail::lorenzo_walk(b, recon, apply);
+  /// target(i) - p, rounded as the vector runs round it where the target is the pipeline's.
+  template <class Target>
+  ZCOLL_ALWAYS_INLINE static double target_minus(const Target& target, std::size_t i, double p) {
+    if constexpr (detail::is_chunk_targets<Target>) {
+      return target.target_minus(i, p);
     } else {
-      detail::interpolation_walk(b, p, recon, apply);
+      return target(i) - p;
     }
   }
 };

@@ -27,6 +27,7 @@
 #include "zcoll/core/value_type.hpp"
 #include "zcoll/encode/concepts.hpp"
 #include "zcoll/predict/concepts.hpp"
+#include "zcoll/predict/detail/interpolation_run.hpp"
 
 namespace zcoll::detail {
 
@@ -167,11 +168,11 @@ struct pipeline_chunk {
       // repeats the code before it).
       std::vector<block_mask> exact(blocks, 0);
       for (const block_exceptions& e : state.exceptions) exact[e.block] = e.fill | e.outliers;
-      const double steps_per_unit = 1.0 / static_cast<double>(codes.step());
-      const auto target = [&](std::size_t i) {
-        if ((exact[i / block_values] >> (i % block_values)) & 1u) return static_cast<double>(residuals[i]);
-        return static_cast<double>(values[i]) * steps_per_unit;
-      };
+      const predict::detail::chunk_targets<T> target{.values = values.data(),
+                                                     .steps_per_unit = 1.0 / static_cast<double>(codes.step()),
+                                                     .exact = exact.data(),
+                                                     .blocks = blocks,
+                                                     .codes = residuals};
       const auto reconstructed = std::make_unique_for_overwrite<std::uint32_t[]>(values.size());
       P::forward_chunk(state.predictor, std::span<std::int32_t>(residuals, values.size()),
                        std::span<std::uint32_t>(reconstructed.get(), values.size()), target);
