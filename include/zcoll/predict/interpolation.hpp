@@ -322,7 +322,7 @@ template <class Apply>
 void interpolation_walk(const interpolation_box& b, const interpolation_parameters& walk, const std::uint32_t* recon,
                         Apply apply) {
   interpolation_walk(b, walk, recon, apply, [&](const interpolation_run& r, std::int64_t width) ZCOLL_LAMBDA_ALWAYS_INLINE {
-    for_each_in_run(r, recon, 0, [&](std::size_t i, std::int64_t p) ZCOLL_LAMBDA_ALWAYS_INLINE { apply(i, p, width); });
+    for_each_in_run(r, recon, [&](std::size_t i, std::int64_t p) ZCOLL_LAMBDA_ALWAYS_INLINE { apply(i, p, width); });
   });
 }
 
@@ -547,7 +547,7 @@ struct Interpolation {
       const auto run = [&](const detail::interpolation_run& r, std::int64_t width) {
         const auto at_width = [&](std::size_t i, std::int64_t p) ZCOLL_LAMBDA_ALWAYS_INLINE { point(i, p, width); };
 #if ZCOLL_HAS_AVX512
-        if constexpr (detail::has_vector_targets<Target>) {
+        if constexpr (detail::is_chunk_targets<Target>) {
           if (lanes == detail::walk_lanes::vector && detail::run_in_vectors(r)) {
             detail::forward_run_avx512(r, target, residuals.data(), recon.data(), width,
                                        detail::inverse_bin_width[static_cast<std::size_t>(width)], at_width);
@@ -555,7 +555,7 @@ struct Interpolation {
           }
         }
 #endif
-        detail::for_each_in_run(r, recon.data(), 0, at_width);
+        detail::for_each_in_run(r, recon.data(), at_width);
       };
       detail::interpolation_walk(b, s.walk, recon.data(), point, run);
     }
@@ -620,7 +620,7 @@ struct Interpolation {
         return;
       }
 #endif
-      detail::for_each_in_run(r, values.data(), 0, at_width);
+      detail::for_each_in_run(r, values.data(), at_width);
     };
     detail::interpolation_walk(b, s.walk, values.data(), point, run);
     (void)lanes;

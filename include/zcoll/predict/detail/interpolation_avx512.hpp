@@ -210,7 +210,7 @@ ZCOLL_ALWAYS_INLINE void batch_by_points(const interpolation_run& r, const std::
   interpolation_run part = r;
   part.first = g.first_of(k);
   part.count = g.points(k);
-  for_each_in_run(part, recon, 0, point);
+  for_each_in_run(part, recon, point);
 }
 
 /// The inverse walk's run: values[i] = p + width * residual at each point (residuals in place, the

@@ -7,10 +7,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <type_traits>
 
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/lanes.hpp"
+#include "zcoll/core/value_type.hpp"
 
 namespace zcoll::predict::detail {
 
@@ -59,12 +59,11 @@ ZCOLL_ALWAYS_INLINE void with_run_form(run_form form, Body body) {
   }
 }
 
-/// `point(chunk index, prediction)` for each of the run's points from `skip` on, in order.
+/// `point(chunk index, prediction)` for each of the run's points, in order.
 template <class Point>
-ZCOLL_ALWAYS_INLINE void for_each_in_run(const interpolation_run& r, const std::uint32_t* recon, std::int64_t skip,
-                                         Point point) {
+ZCOLL_ALWAYS_INLINE void for_each_in_run(const interpolation_run& r, const std::uint32_t* recon, Point point) {
   with_run_form(r.form, [&]<run_form F>() ZCOLL_LAMBDA_ALWAYS_INLINE {
-    for (std::int64_t j = skip, i = r.first + skip * r.stride; j < r.count; ++j, i += r.stride) {
+    for (std::int64_t j = 0, i = r.first; j < r.count; ++j, i += r.stride) {
       point(static_cast<std::size_t>(i), predict_in_run<F>(recon, r.reach, i));
     }
   });
@@ -75,7 +74,7 @@ ZCOLL_ALWAYS_INLINE void for_each_in_run(const interpolation_run& r, const std::
 /// callable target like any other, which the vector runs also read 16 lanes at a time. Where the build
 /// has FMA the product and the prediction's subtraction are rounded once (target_minus), in the scalar
 /// and the vector form alike, which is what GCC's contraction of the plain expression gave before.
-template <class V>
+template <floating_value V>
 struct chunk_targets {
   const V* values;
   double steps_per_unit;
@@ -106,13 +105,10 @@ struct chunk_targets {
   }
 };
 
-/// Whether a forward walk's target is the pipeline's, and of values the vector runs read (f32, f64).
+/// Whether a forward walk's target is the pipeline's (whose runs the vector form can read).
 template <class Target>
 inline constexpr bool is_chunk_targets = false;
-template <class V>
+template <floating_value V>
 inline constexpr bool is_chunk_targets<chunk_targets<V>> = true;
-template <class Target>
-inline constexpr bool has_vector_targets =
-    std::is_same_v<Target, chunk_targets<float>> || std::is_same_v<Target, chunk_targets<double>>;
 
 }  // namespace zcoll::predict::detail
