@@ -157,6 +157,46 @@ TEST_CASE("ContextAns tokens: symbols below 16 are their own, larger ones a toke
   }
 }
 
+TEST_CASE("ContextAns symbols: each residual's context and token, segment by segment, on every path", "[encode][context-ans]") {
+  // context_ans_symbols runs eight residuals a step in AVX2 builds (a bit width from a float's exponent):
+  // every residual's symbol must be the definition's, at the bit widths where a float rounds (2^24 and
+  // up), at both ends of the range, at segment starts and in the tails shorter than a step.
+  std::mt19937_64 rng(zcoll_test::seed + 305);
+  std::vector<std::int32_t> edges = {0, 1, -1, 2, -2, 7, -8, 8, 15, -16, 16, int_max, int_min, int_min + 1, int_max - 1};
+  for (int b = 3; b < 31; ++b) {
+    for (const std::int32_t v : {std::int32_t{1} << b, (std::int32_t{1} << b) - 1, (std::int32_t{1} << b) + 1}) {
+      edges.push_back(v);
+      edges.push_back(-v);
+    }
+  }
+  for (const std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{9}, std::size_t{33}, std::size_t{1000},
+                              std::size_t{4133}, std::size_t{70001}}) {
+    residuals_t r(n);
+    std::vector<std::uint8_t> levels(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int kind = static_cast<int>(rng() % 4);
+      r[i] = kind == 0   ? 0
+             : kind == 1 ? edges[rng() % edges.size()]
+             : kind == 2 ? static_cast<std::int32_t>(rng() % 41) - 20
+                         : static_cast<std::int32_t>(static_cast<std::uint32_t>(rng()) >> (rng() % 32));
+      levels[i] = static_cast<std::uint8_t>(rng() % cd::ans_level_classes);
+    }
+    const std::size_t length = cd::ans_segment_length(n);
+    for (const bool with_levels : {false, true}) {
+      std::vector<std::uint16_t> symbols(n);
+      cd::context_ans_symbols(r, with_levels ? cd::ans_level_span(levels) : cd::ans_level_span{}, symbols);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t k = i % length;  // the residual's place in its segment
+        const std::uint32_t previous = k >= 1 ? cd::zigzag(r[i - 1]) : 0, before = k >= 2 ? cd::zigzag(r[i - 2]) : 0;
+        const std::uint32_t context = (with_levels ? cd::ans_magnitude_contexts * levels[i] : 0) +
+                                      3 * cd::ans_class(previous) + cd::ans_class(before);
+        INFO(n << " residuals, residual " << i << " = " << r[i] << (with_levels ? " with level classes" : ""));
+        REQUIRE(symbols[i] == context * cd::ans_token_count + cd::ans_token_of(cd::zigzag(r[i])).token);
+      }
+    }
+  }
+}
+
 TEST_CASE("ContextAns round-trips every length, alphabet and extreme", "[encode][context-ans]") {
   std::mt19937_64 rng(zcoll_test::seed + 301);
   SECTION("lengths around the 32 segments and their lengths (odd multiples of 32)") {
@@ -488,10 +528,10 @@ TEST_CASE("ContextAns rejects level classes that do not fit the residuals", "[en
 }
 
 TEST_CASE("ContextAns's vector and scalar rounds agree on every chunk, damaged ones too", "[encode][context-ans]") {
-  // The coder's rounds run as AVX-512 lanes where the build has them (encode/detail/context_ans_avx512.hpp)
-  // and in scalar code otherwise and for the last rounds: both must write the same bytes, and decode the
-  // same residuals, or raise the same format error, on every chunk. (Built without AVX-512, both are the
-  // scalar coder.)
+  // The coder's rounds run as AVX-512 or AVX2 lanes where the build has them
+  // (encode/detail/context_ans_avx512.hpp, context_ans_avx2.hpp) and in scalar code otherwise and for the
+  // last rounds: both must write the same bytes, and decode the same residuals, or raise the same format
+  // error, on every chunk. (Built without either, both are the scalar coder.)
   std::mt19937_64 rng(zcoll_test::seed + 310);
   const auto leveled = leveled_residuals(rng, 30000);
   residuals_t wide(9000);

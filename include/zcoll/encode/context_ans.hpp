@@ -1,7 +1,7 @@
 #pragma once
 /// Context-modelled rANS: the residuals' tokens coded with asymmetric numeral systems (Duda 2013, the
 /// range variant) under one of nine frequency tables, chosen by the magnitudes of the two residuals
-/// before each (encode/detail/context_ans_model.hpp). Unlike a Huffman code it spends less than a bit on
+/// before each (encode/detail/context_ans_alphabet.hpp). Unlike a Huffman code it spends less than a bit on
 /// a likely residual, and the context captures the runs and clusters of zeros that a coarse bound leaves
 /// behind an interpolation predictor: the coder of HighRatio (codec/presets.hpp).
 ///
@@ -14,7 +14,9 @@
 /// decodes about three times as fast, at a bit a value at least. The 32 segments of this format let
 /// AVX-512 run them as vector lanes (encode/detail/context_ans_avx512.hpp): HighRatio decompresses
 /// 1.4-1.7x as fast with it on a Zen 5 core and compresses a few per cent faster (docs/performance.md,
-/// "Eighth round", which has HighRatio's speed and ratio with each form of the coder).
+/// "Eighth round", which has HighRatio's speed and ratio with each form of the coder). Builds with AVX2
+/// and without AVX-512 run them as the lanes of four vectors (encode/detail/context_ans_avx2.hpp), and
+/// the symbol pass eight residuals a step (docs/performance.md, "Tenth round").
 ///
 /// A residual r has the zigzag symbol v (0, -1, 1, -2, ... -> 0, 1, 2, 3, ...); v < 16 is its own
 /// token, a larger v of bit width w + 1 has token 16 + 4 (w - 4) + (the two bits of v below its leading

@@ -19,6 +19,7 @@
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
 #include "zcoll/encode/detail/context_ans_model.hpp"
+#include "zcoll/encode/detail/context_ans_rounds.hpp"
 #include "zcoll/encode/detail/raw_bit_source.hpp"
 
 #if ZCOLL_HAS_AVX512
@@ -26,33 +27,6 @@
 #endif
 
 namespace zcoll::encode::detail {
-
-/// Which form codes or decodes a chunk's rounds: the vector one where the build has AVX-512, then the
-/// scalar one for the rounds it leaves (where under a word a segment of room or of words remains); or the
-/// scalar one alone, which the tests compare with it.
-enum class ans_rounds { vector, scalar };
-inline constexpr ans_rounds ans_default_rounds = ZCOLL_HAS_AVX512 ? ans_rounds::vector : ans_rounds::scalar;
-
-/// The decoder's per-segment state, ans_segments of each: the coder states and the rows of their
-/// magnitude contexts (context << ans_scale_bits).
-struct ans_segment_states {
-  std::uint32_t* state;
-  std::uint32_t* row;
-};
-
-/// Where the vector decoder stopped: the next round and the next word.
-struct ans_vector_rounds {
-  std::size_t rounds;
-  const std::byte* word;
-};
-
-/// Where the vector encoder stopped: the rounds left to code (0..rounds_left - 1), the last word written,
-/// and whether a residual's token had no frequency in its context.
-struct ans_vector_coded {
-  std::size_t rounds_left;
-  std::byte* word;
-  bool missing;
-};
 
 #if ZCOLL_HAS_AVX512
 

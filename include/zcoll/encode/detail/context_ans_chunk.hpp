@@ -2,8 +2,9 @@
 /// One chunk of the context-modelled rANS coder (format in encode/context_ans.hpp): the raw bits of the
 /// large residuals, then the tokens through 32 rANS states (Duda's range variant of asymmetric numeral
 /// systems, with 32-bit states and 16-bit renormalization), one a segment of the chunk, each token coded
-/// with the table of its context. The decoder's rounds run on AVX-512 where the build has it
-/// (encode/detail/context_ans_avx512.hpp) and in scalar code otherwise and for the last ones.
+/// with the table of its context. The coder's rounds run on AVX-512 or AVX2 where the build has it
+/// (encode/detail/context_ans_avx512.hpp, context_ans_avx2.hpp) and in scalar code otherwise and for the
+/// last ones.
 
 #include <algorithm>
 #include <bit>
@@ -20,8 +21,10 @@
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"
 #include "zcoll/core/error.hpp"
+#include "zcoll/encode/detail/context_ans_avx2.hpp"
 #include "zcoll/encode/detail/context_ans_avx512.hpp"
 #include "zcoll/encode/detail/context_ans_model.hpp"
+#include "zcoll/encode/detail/context_ans_rounds.hpp"
 #include "zcoll/encode/detail/huffman_code.hpp"
 #include "zcoll/encode/detail/raw_bit_source.hpp"
 
@@ -93,10 +96,11 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
   symbol_room[count] = 0;
   const std::span<std::uint16_t> symbols(symbol_room.get(), count);
   context_ans_symbols(residuals, m.uses_levels ? levels : ans_level_span{}, symbols);
+  // From the tokens, not the residuals: no bit width to find again, and a loop that compilers vectorize.
   std::uint64_t extra_bits = 0;
   std::size_t wide = 0;
-  for (const std::int32_t r : residuals) {
-    const unsigned width = ans_token_of(zigzag(r)).extra_width;
+  for (const std::uint16_t symbol : symbols) {
+    const unsigned width = ans_extra_width(symbol % ans_token_count);
     extra_bits += width;
     wide += width != 0;
   }
@@ -141,10 +145,15 @@ inline std::optional<std::size_t> context_ans_encode_chunk(const context_ans_mod
   // The rounds in blocks, last first: a block that cannot reach the raw bits (a round writes at most a
   // word a segment) runs without a check a symbol. The vector rounds first where the build has them.
   std::size_t k = length;
-#if ZCOLL_HAS_AVX512
+#if ZCOLL_HAS_AVX512 || ZCOLL_HAS_AVX2
   if (rounds == ans_rounds::vector) {
+#if ZCOLL_HAS_AVX512
     const ans_vector_coded done =
         context_ans_encode_rounds_avx512(m, symbols.data(), count, length, state, word, out.data() + words_floor);
+#else
+    const ans_vector_coded done =
+        context_ans_encode_rounds_avx2(m, symbols.data(), count, length, state, word, out.data() + words_floor);
+#endif
     k = done.rounds_left;
     word = done.word;
     missing |= done.missing;
@@ -249,10 +258,15 @@ std::size_t context_ans_decode_chunk_of(const context_ans_model& m, std::span<co
   const std::size_t count = residuals.size(), length = ans_segment_length(count);
   std::uint32_t row[ans_segments] = {};
   std::size_t k = 0;
-#if ZCOLL_HAS_AVX512
+#if ZCOLL_HAS_AVX512 || ZCOLL_HAS_AVX2
   if (rounds == ans_rounds::vector) {
+#if ZCOLL_HAS_AVX512
     const ans_vector_rounds done = context_ans_decode_rounds_avx512<with_levels>(
         m, {state, row}, word, words_end, raw, level, residuals.data(), count, length);
+#else
+    const ans_vector_rounds done = context_ans_decode_rounds_avx2<with_levels>(
+        m, {state, row}, word, words_end, raw, level, residuals.data(), count, length);
+#endif
     k = done.rounds;
     word = done.word;
   }
