@@ -8,7 +8,6 @@
 /// that renormalize go out (encoder) and come in (decoder) through a permutation looked up by their mask;
 /// x >= y unsigned is max(x, y) == x; and the raw bits' 64-bit lanes are narrowed by a shuffle. Host only.
 
-#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -91,16 +90,9 @@ ans_vector_rounds context_ans_decode_rounds_avx2(const context_ans_model& m, ans
     return {0, word};
   }
   constexpr std::size_t round_words_bytes = 2 * ans_segments;
-  // Level classes in round order (residual k of segment s at k * 32 + s); 0 past the chunk's end.
+  // Level classes in round order (ans_levels_in_round_order).
   std::unique_ptr<std::uint8_t[]> level_rounds;
-  if constexpr (with_levels) {
-    level_rounds = std::make_unique<std::uint8_t[]>(length * ans_segments);
-    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
-      for (std::size_t k = 0, i = segment * length; k < length && i < count; ++k, ++i) {
-        level_rounds[k * ans_segments + segment] = level[i];
-      }
-    }
-  }
+  if constexpr (with_levels) level_rounds = ans_levels_in_round_order(level, count, length);
 
   const __m256i zero = _mm256_setzero_si256();
   const __m256i one = _mm256_set1_epi32(1);
@@ -150,18 +142,7 @@ ans_vector_rounds context_ans_decode_rounds_avx2(const context_ans_model& m, ans
     return _mm256_and_si256(bits, _mm256_sub_epi32(_mm256_sllv_epi32(one, width), one));
   };
 
-  // The residuals of the last rounds in round order, copied to their segments every 16 rounds (as the
-  // AVX-512 rounds do).
-  constexpr std::size_t tile_rounds = 16;
-  alignas(32) std::uint32_t tile[tile_rounds * ans_segments];
-  const auto flush_tile = [&](std::size_t first_round, std::size_t rounds) {
-    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
-      const std::size_t i = segment * length + first_round;
-      if (i >= count) break;
-      const std::size_t n = std::min(rounds, count - i);
-      for (std::size_t r = 0; r < n; ++r) residuals[i + r] = tile[r * ans_segments + segment];
-    }
-  };
+  ans_round_tile tile;  // the last rounds' residuals, copied to their segments every 16 rounds
 
   // Residual k of the segments of vector h (those with one: `active`, all ones a lane).
   const auto decode = [&](unsigned h, std::size_t k, __m256i active) ZCOLL_LAMBDA_ALWAYS_INLINE {
@@ -212,7 +193,7 @@ ans_vector_rounds context_ans_decode_rounds_avx2(const context_ans_model& m, ans
     }
     const __m256i residual =
         _mm256_xor_si256(_mm256_srli_epi32(symbol, 1), _mm256_sub_epi32(zero, _mm256_and_si256(symbol, one)));
-    _mm256_store_si256(reinterpret_cast<__m256i*>(tile + (k % tile_rounds) * ans_segments + 8 * h), residual);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(tile.at(k, 8 * h)), residual);
     // The next context: 3 class(token) + class(previous), class(t) = (t != 0) + (t > 2).
     const __m256i token_class = _mm256_sub_epi32(_mm256_add_epi32(one, _mm256_cmpeq_epi32(token, zero)),
                                                  _mm256_cmpgt_epi32(token, _mm256_set1_epi32(2)));
@@ -228,9 +209,9 @@ ans_vector_rounds context_ans_decode_rounds_avx2(const context_ans_model& m, ans
       const __m256i active = _mm256_cmpgt_epi32(count_lanes, index);  // the segments that reach round k
       if (ans_avx2_bits(active) != 0) decode(h, k, active);
     }
-    if (k % tile_rounds == tile_rounds - 1) flush_tile(k + 1 - tile_rounds, tile_rounds);
+    if (k % tile.rounds == tile.rounds - 1) tile.flush(residuals, count, length, k + 1 - tile.rounds, tile.rounds);
   }
-  if (k % tile_rounds != 0) flush_tile(k - k % tile_rounds, k % tile_rounds);
+  if (k % tile.rounds != 0) tile.flush(residuals, count, length, k - k % tile.rounds, k % tile.rounds);
   for (unsigned h = 0; h < 4; ++h) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(segments.state + 8 * h), x[h]);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(segments.row + 8 * h), _mm256_slli_epi32(context[h], ans_scale_bits));

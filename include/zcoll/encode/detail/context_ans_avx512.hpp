@@ -9,7 +9,6 @@
 /// frequencies), the renormalizing lanes' words compressed out in segment order, and the division by
 /// the frequency in double precision. Host only (the CUDA side has no ContextAns coder).
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -57,17 +56,9 @@ ans_vector_rounds context_ans_decode_rounds_avx512(const context_ans_model& m, a
     return {0, word};
   }
   constexpr std::size_t round_words_bytes = 2 * ans_segments;
-  // Level classes in round order (residual k of segment s at k * 32 + s), a round's 32 bytes in one load;
-  // 0 past the chunk's end.
+  // Level classes in round order (ans_levels_in_round_order).
   std::unique_ptr<std::uint8_t[]> level_rounds;
-  if constexpr (with_levels) {
-    level_rounds = std::make_unique<std::uint8_t[]>(length * ans_segments);
-    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
-      for (std::size_t k = 0, i = segment * length; k < length && i < count; ++k, ++i) {
-        level_rounds[k * ans_segments + segment] = level[i];
-      }
-    }
-  }
+  if constexpr (with_levels) level_rounds = ans_levels_in_round_order(level, count, length);
 
   const __m512i zero = _mm512_setzero_si512();
   const __m512i one = _mm512_set1_epi32(1);
@@ -113,19 +104,7 @@ ans_vector_rounds context_ans_decode_rounds_avx512(const context_ans_model& m, a
     return _mm512_and_si512(bits, _mm512_sub_epi32(_mm512_sllv_epi32(one, width), one));
   };
 
-  // The residuals of the last rounds in round order (residual k of segment s at (k % 16) * 32 + s), copied
-  // to their segments every 16 rounds: a scatter a vector into the segments cost more than the round's
-  // decoding on a Zen 5 core.
-  constexpr std::size_t tile_rounds = 16;
-  alignas(64) std::uint32_t tile[tile_rounds * ans_segments];
-  const auto flush_tile = [&](std::size_t first_round, std::size_t rounds) {
-    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
-      const std::size_t i = segment * length + first_round;
-      if (i >= count) break;
-      const std::size_t n = std::min(rounds, count - i);
-      for (std::size_t r = 0; r < n; ++r) residuals[i + r] = tile[r * ans_segments + segment];
-    }
-  };
+  ans_round_tile tile;  // the last rounds' residuals, copied to their segments every 16 rounds
 
   // Residual k of the segments of vector h (those with one: `active`).
   const auto decode = [&](unsigned h, std::size_t k, __mmask16 active) ZCOLL_LAMBDA_ALWAYS_INLINE {
@@ -172,7 +151,7 @@ ans_vector_rounds context_ans_decode_rounds_avx512(const context_ans_model& m, a
       symbol = _mm512_mask_or_epi32(symbol, wide, base, read_raw_bits(width, wide));
     }
     const __m512i residual = _mm512_xor_si512(_mm512_srli_epi32(symbol, 1), _mm512_sub_epi32(zero, _mm512_and_si512(symbol, one)));
-    _mm512_store_si512(tile + (k % tile_rounds) * ans_segments + 16 * h, residual);
+    _mm512_store_si512(tile.at(k, 16 * h), residual);
     // The next context: 3 class(token) + class(previous), class(t) = (t != 0) + (t > 2).
     const __m512i token_class = _mm512_add_epi32(_mm512_maskz_mov_epi32(_mm512_test_epi32_mask(token, token), one),
                                                  _mm512_maskz_mov_epi32(_mm512_cmpgt_epu32_mask(token, _mm512_set1_epi32(2)), one));
@@ -188,9 +167,9 @@ ans_vector_rounds context_ans_decode_rounds_avx512(const context_ans_model& m, a
       const __mmask16 active = _mm512_cmplt_epu32_mask(index, count_lanes);  // the segments that reach round k
       if (active != 0) decode(h, k, active);
     }
-    if (k % tile_rounds == tile_rounds - 1) flush_tile(k + 1 - tile_rounds, tile_rounds);
+    if (k % tile.rounds == tile.rounds - 1) tile.flush(residuals, count, length, k + 1 - tile.rounds, tile.rounds);
   }
-  if (k % tile_rounds != 0) flush_tile(k - k % tile_rounds, k % tile_rounds);
+  if (k % tile.rounds != 0) tile.flush(residuals, count, length, k - k % tile.rounds, k % tile.rounds);
   for (unsigned h = 0; h < 2; ++h) {
     _mm512_storeu_si512(segments.state + 16 * h, x[h]);
     _mm512_storeu_si512(segments.row + 16 * h, _mm512_slli_epi32(context[h], ans_scale_bits));

@@ -16,7 +16,6 @@
 #include <span>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 #include "zcoll/core/byte_io.hpp"
 #include "zcoll/core/config.hpp"

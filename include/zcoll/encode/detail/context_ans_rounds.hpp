@@ -1,12 +1,15 @@
 #pragma once
 /// What the context-modelled rANS coder's vector rounds (encode/detail/context_ans_avx512.hpp and
 /// context_ans_avx2.hpp) share with the chunk coder that calls them (encode/detail/context_ans_chunk.hpp):
-/// which form runs, and where the vector rounds stopped.
+/// which form runs, where the vector rounds stopped, and the decoder's round-order buffers.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "zcoll/core/config.hpp"
+#include "zcoll/encode/detail/context_ans_alphabet.hpp"
 
 namespace zcoll::encode::detail {
 
@@ -36,6 +39,41 @@ struct ans_vector_coded {
   std::size_t rounds_left;
   std::byte* word;
   bool missing;
+};
+
+/// The level classes of a chunk's `count` residuals in segments of `length` (segment-major, as the caller
+/// gives them) in round order: residual k of segment s at k * 32 + s, 0 past the chunk's end, so that the
+/// vector decoder loads a round's classes side by side.
+inline std::unique_ptr<std::uint8_t[]> ans_levels_in_round_order(const std::uint8_t* level, std::size_t count,
+                                                                 std::size_t length) {
+  auto rounds = std::make_unique<std::uint8_t[]>(length * ans_segments);
+  for (std::size_t segment = 0; segment < ans_segments; ++segment) {
+    for (std::size_t k = 0, i = segment * length; k < length && i < count; ++k, ++i) {
+      rounds[k * ans_segments + segment] = level[i];
+    }
+  }
+  return rounds;
+}
+
+/// The vector decoder's last 16 rounds of residuals in round order (residual k of segment s at
+/// (k % 16) * 32 + s), copied to their segments every 16 rounds: a scatter a vector into the segments cost
+/// more than the round's decoding on a Zen 5 core.
+struct ans_round_tile {
+  static constexpr std::size_t rounds = 16;
+  alignas(64) std::uint32_t residuals[rounds * ans_segments];
+
+  /// Where round k's residual of segment s goes.
+  std::uint32_t* at(std::size_t k, std::size_t segment) { return residuals + (k % rounds) * ans_segments + segment; }
+
+  /// Copies `n` rounds from `first_round` on to `out`: a chunk's `count` residuals in segments of `length`.
+  void flush(std::uint32_t* out, std::size_t count, std::size_t length, std::size_t first_round, std::size_t n) const {
+    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
+      const std::size_t i = segment * length + first_round;
+      if (i >= count) break;
+      const std::size_t kept = std::min(n, count - i);
+      for (std::size_t r = 0; r < kept; ++r) out[i + r] = residuals[r * ans_segments + segment];
+    }
+  }
 };
 
 }  // namespace zcoll::encode::detail
