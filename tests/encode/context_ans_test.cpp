@@ -601,3 +601,25 @@ TEST_CASE("ContextAns's vector and scalar rounds agree on every chunk, damaged o
     CHECK(rejected > 0);
   }
 }
+
+TEST_CASE("ContextAns level classes in round order: residual k of segment s at k * 32 + s, 0 past the end", "[encode][context-ans]") {
+  // The vector decoders' transposition goes in tiles of rounds: chunks whose rounds end inside a tile,
+  // on one, and whose last segments are short or empty.
+  std::mt19937_64 rng(zcoll_test::seed + 311);
+  for (const std::size_t count : {std::size_t{1}, std::size_t{31}, std::size_t{32 * 64}, std::size_t{32 * 64 + 1},
+                                  std::size_t{5003}, std::size_t{30000}, std::size_t{65536}, std::size_t{100001}}) {
+    const std::size_t length = cd::ans_segment_length(count);
+    std::vector<std::uint8_t> level(count);
+    for (auto& l : level) l = static_cast<std::uint8_t>(1 + rng() % 3);
+    const auto rounds = cd::ans_levels_in_round_order(level.data(), count, length);
+    std::size_t mismatches = 0;
+    for (std::size_t k = 0; k < length; ++k) {
+      for (std::size_t s = 0; s < cd::ans_segments; ++s) {
+        const std::size_t i = s * length + k;
+        mismatches += rounds[k * cd::ans_segments + s] != (i < count ? level[i] : 0);
+      }
+    }
+    INFO(count << " residuals in segments of " << length);
+    CHECK(mismatches == 0);
+  }
+}

@@ -201,10 +201,16 @@ struct pipeline_chunk {
     for (std::size_t b = 0; b < blocks; ++b) {
       const std::size_t first = b * block_values;
       const std::size_t lanes = std::min(block_values, values.size() - first);
-      alignas(64) T x[block_values] = {};
-      alignas(64) T x_prime[block_values] = {};
+      // Only a short last block's tail is zeroed, so that the whole-block checks below read defined
+      // lanes: zeroing both arrays for every block was half of this pass's time (`rep stos`, Zen 3).
+      alignas(64) T x[block_values];
+      alignas(64) T x_prime[block_values];
       std::copy_n(values.data() + first, lanes, x);
       codes.dequantize(reconstructed + first, x_prime, lanes);
+      if (lanes < block_values) {
+        std::fill(x + lanes, x + block_values, T{0});
+        std::fill(x_prime + lanes, x_prime + block_values, T{0});
+      }
       zcoll::detail::materialize(x_prime);
       block_exceptions e{static_cast<std::uint16_t>(b), 0, 0};
       if (next < state.exceptions.size() && state.exceptions[next].block == b) e = state.exceptions[next++];

@@ -56,16 +56,21 @@ inline void write_raw_bits(std::span<const std::int32_t> residuals, std::span<co
   // The rounds in which every segment has a residual, then the last ones.
   const std::size_t count = residuals.size();
   const std::size_t full_rounds = count >= (ans_segments - 1) * length ? count - (ans_segments - 1) * length : 0;
-  const std::uint16_t* const y = symbols.data();
+  // Which of those rounds have raw bits, marked segment by segment over contiguous symbols (a loop that
+  // compilers vectorize): a test of each round's 32 symbols, `length` apart, was a sixth of the chunk
+  // pass at relative 1e-2 (Zen 3).
   static_assert(ans_direct_tokens == 16 && ans_token_count == 128, "a token >= 16 has a bit of 0x70");
-  const auto round_has_raw_bits = [&](std::size_t k) {
-    std::uint32_t any = 0;
-    for (std::size_t segment = 0; segment < ans_segments; ++segment) any |= y[segment * length + k];
-    return (any & 0x70u) != 0;
-  };
+  std::unique_ptr<std::uint8_t[]> round_has_raw_bits;
+  if (!branch_free) {
+    round_has_raw_bits = std::make_unique<std::uint8_t[]>(full_rounds);
+    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
+      const std::uint16_t* const y = symbols.data() + segment * length;
+      for (std::size_t k = 0; k < full_rounds; ++k) round_has_raw_bits[k] |= static_cast<std::uint8_t>(y[k] & 0x70u);
+    }
+  }
   std::size_t k = 0;
   for (; k < full_rounds; ++k) {
-    if (!branch_free && !round_has_raw_bits(k)) continue;
+    if (!branch_free && round_has_raw_bits[k] == 0) continue;
     for (std::size_t segment = 0; segment < ans_segments; ++segment) {
       if (has_raw_bits(segment * length + k)) put(segment * length + k);
     }

@@ -17,7 +17,6 @@
 #include "zcoll/core/error.hpp"
 #include "zcoll/encode/detail/context_ans_alphabet.hpp"
 #include "zcoll/encode/detail/context_ans_symbols.hpp"
-#include "zcoll/encode/detail/huffman_code.hpp"
 
 namespace zcoll::encode::detail {
 

@@ -43,13 +43,20 @@ struct ans_vector_coded {
 
 /// The level classes of a chunk's `count` residuals in segments of `length` (segment-major, as the caller
 /// gives them) in round order: residual k of segment s at k * 32 + s, 0 past the chunk's end, so that the
-/// vector decoder loads a round's classes side by side.
+/// vector decoder loads a round's classes side by side. In tiles of 64 rounds (2 KiB of output, which stays
+/// in the first-level cache while each segment gives a cache line of its classes): a segment's whole run
+/// at once wrote a byte into every line of the output 32 times, a sixth of the AVX2 decoder's time at
+/// relative 1e-2 (Zen 3).
 inline std::unique_ptr<std::uint8_t[]> ans_levels_in_round_order(const std::uint8_t* level, std::size_t count,
                                                                  std::size_t length) {
+  constexpr std::size_t tile_rounds = 64;
   auto rounds = std::make_unique<std::uint8_t[]>(length * ans_segments);
-  for (std::size_t segment = 0; segment < ans_segments; ++segment) {
-    for (std::size_t k = 0, i = segment * length; k < length && i < count; ++k, ++i) {
-      rounds[k * ans_segments + segment] = level[i];
+  for (std::size_t tile = 0; tile < length; tile += tile_rounds) {
+    const std::size_t tile_end = std::min(length, tile + tile_rounds);
+    for (std::size_t segment = 0; segment < ans_segments; ++segment) {
+      const std::size_t first = segment * length;
+      const std::size_t end = std::min(tile_end, count > first ? count - first : 0);
+      for (std::size_t k = tile; k < end; ++k) rounds[k * ans_segments + segment] = level[first + k];
     }
   }
   return rounds;
