@@ -603,12 +603,21 @@ TEST_CASE("ContextAns's vector and scalar rounds agree on every chunk, damaged o
 }
 
 TEST_CASE("ContextAns level classes in round order: residual k of segment s at k * 32 + s, 0 past the end", "[encode][context-ans]") {
-  // The vector decoders' transposition goes in tiles of rounds: chunks whose rounds end inside a tile,
-  // on one, and whose last segments are short or empty.
+  // The vector decoders' transposition goes in tiles of 64 rounds. The coder's segment lengths are odd
+  // multiples of 32 (ans_segment_length), so its chunks end inside a tile; lengths of whole tiles are
+  // given as well, and counts whose last segments are short or empty.
   std::mt19937_64 rng(zcoll_test::seed + 311);
+  std::vector<std::pair<std::size_t, std::size_t>> chunks;  // (count, length)
   for (const std::size_t count : {std::size_t{1}, std::size_t{31}, std::size_t{32 * 64}, std::size_t{32 * 64 + 1},
                                   std::size_t{5003}, std::size_t{30000}, std::size_t{65536}, std::size_t{100001}}) {
-    const std::size_t length = cd::ans_segment_length(count);
+    chunks.emplace_back(count, cd::ans_segment_length(count));
+  }
+  for (const std::size_t count : {std::size_t{32 * 128}, std::size_t{32 * 128 - 1}, std::size_t{31 * 128 + 5}}) {
+    chunks.emplace_back(count, 128);
+  }
+  chunks.emplace_back(64, 64);
+  for (const auto& chunk : chunks) {
+    const std::size_t count = chunk.first, length = chunk.second;
     std::vector<std::uint8_t> level(count);
     for (auto& l : level) l = static_cast<std::uint8_t>(1 + rng() % 3);
     const auto rounds = cd::ans_levels_in_round_order(level.data(), count, length);
