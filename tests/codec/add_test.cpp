@@ -1,10 +1,15 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "support/test_support.hpp"
@@ -252,18 +257,32 @@ TEST_CASE("add: a few exception lanes in one stream, early and late in its chunk
 }
 
 TEST_CASE("add: adding a stream of zeros gives the other stream back, byte for byte", "[codec][add]") {
-  // x' + 0 is x' on every lane: coded lanes keep their codes, an exception lane keeps its kind (a sum equal
-  // to the fill value is a fill lane, anything else an outlier holding x') and its value. So the sum's
-  // exception sections are x's, which checks the classification that lane semantics cannot see: a fill
-  // lane and an outlier holding the fill value decode alike but are not the same bytes.
+  // x' + 0 is x' on every lane: coded lanes keep their codes, an exception lane keeps its kind and value.
+  // With a fill value the zeros hold it where x does (the same land mask), so those lanes are fill in
+  // both and fill lanes of the sum, whose fill value is fill + fill (addition_fills); every other
+  // exception lane of x is an outlier holding x' + 0 = x'. So the sum is x's stream byte for byte but for
+  // the header's fill value, which checks the classification that lane semantics cannot see: a fill lane
+  // and an outlier holding the fill value decode alike but are not the same bytes.
+  const auto zeros_with_fill_of = [](const auto& x, auto fill) {
+    std::vector<std::remove_cvref_t<decltype(x[0])>> zeros(x.size(), 0);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (same_bits(x[i], fill)) zeros[i] = fill;
+    }
+    return zeros;
+  };
+  const auto with_fill_sum = [](std::vector<std::byte> stream, auto fill_sum) {
+    auto header = zcoll::read_stream_header(stream);
+    header.fill_bits = std::bit_cast<zcoll::bits_of<decltype(fill_sum)>>(fill_sum);
+    zcoll::store_stream_header(header, stream.data());
+    return stream;
+  };
   for (const std::size_t n : {std::size_t{1}, std::size_t{97}, std::size_t{5000}, std::size_t{17001}}) {
     INFO("n=" << n);
     const float fill = -1e35f;
     const auto x = adversarial<float>(n, 0.35, fill);
     const std::vector<float> zeros(n, 0.0f);
-    for (const bool with_fill : {false, true}) {
-      zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .chunk_values = 1024};
-      if (with_fill) config.fill_value = fill;
+    zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .chunk_values = 1024};
+    {
       const zcoll::FZLight codec{config};
       const auto a = codec.compress(x);
       CHECK(zcoll::add(one_thread, codec, a, codec.compress(zeros)) == a);
@@ -271,11 +290,82 @@ TEST_CASE("add: adding a stream of zeros gives the other stream back, byte for b
       const auto na = none.compress(x);
       CHECK(zcoll::add(one_thread, none, none.compress(zeros), na) == na);
     }
+    config.fill_value = fill;
+    const auto land = zeros_with_fill_of(x, fill);
+    const zcoll::FZLight codec{config};
+    const auto a = codec.compress(x);
+    CHECK(zcoll::add(one_thread, codec, a, codec.compress(land)) == with_fill_sum(a, fill + fill));
+    const NoneBitShuffle none{config};
+    const auto na = none.compress(x);
+    CHECK(zcoll::add(one_thread, none, none.compress(land), na) == with_fill_sum(na, fill + fill));
+    // f64 at a tight bound: short inputs are stored verbatim, whose fill lanes hold -1e300 in x's chunk
+    // and -2e300 in the sum's (a' + b', verbatim), so the sum is checked lane by lane.
     const auto xd = adversarial<double>(n, 0.55, -1e300);
-    const zcoll::FZLight codec{{.error_bound = zcoll::absolute(1e-9), .fill_value = -1e300}};
-    const auto a = codec.compress(xd);
-    CHECK(zcoll::add(one_thread, codec, a, codec.compress(std::vector<double>(n, 0.0))) == a);
+    const zcoll::FZLight f64{{.error_bound = zcoll::absolute(1e-9), .fill_value = -1e300}};
+    const auto ad = f64.compress(xd);
+    const auto land_d = zeros_with_fill_of(xd, -1e300);
+    const auto sum_d = zcoll::add(one_thread, f64, ad, f64.compress(land_d));
+    CHECK(zcoll::read_stream_header(sum_d).fill_bits == std::bit_cast<std::uint64_t>(-2e300));
+    const auto decoded = f64.decompress<double>(ad), decoded_sum = f64.decompress<double>(sum_d);
+    for (std::size_t i = 0; i < n; ++i) REQUIRE(same_bits(decoded_sum[i], decoded[i] + land_d[i]));
   }
+}
+
+TEST_CASE("add: the sum declares the sum of the fill values, so shared fill lanes stay fill lanes", "[codec][add]") {
+  // Two fields of one grid (the same land mask, other values), fill values alike or not, or one stream
+  // without any: a lane that is fill in both is a fill lane of the sum (no value stored) decoding to
+  // fill_a + fill_b, what decompress-then-add gives; a sum of sums declares the sum of all.
+  const std::size_t n = 20000;
+  auto x = smooth<float>(n, 0.2), y = smooth<float>(n, 0.9);
+  std::vector<bool> land(n);
+  for (std::size_t i = 0; i < n; ++i) land[i] = (i / 300) % 3 == 1 || i % 37 == 0;
+  const auto masked = [&](std::vector<float> v, float fill) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (land[i]) v[i] = fill;
+    }
+    return v;
+  };
+  zcoll::codec_config config{.error_bound = zcoll::absolute(1e-3), .chunk_values = 4096};
+  const auto codec_with = [&](std::optional<double> fill) {
+    config.fill_value = fill;
+    return zcoll::FZLight{config};
+  };
+  const auto a = codec_with(-1e10).compress(masked(x, -1e10f));
+  const auto b = codec_with(-1e10).compress(masked(y, -1e10f));
+  const auto c = codec_with(7.5).compress(masked(y, 7.5f));
+  const auto plain = codec_with(std::nullopt).compress(y);
+  const zcoll::FZLight codec = codec_with(-1e10);
+  const auto land_lanes = static_cast<std::size_t>(std::count(land.begin(), land.end(), true));
+  for (const auto& [name, other, fill_sum] :
+       {std::tuple{"same fill", &b, std::optional<float>(-2e10f)}, std::tuple{"fill 7.5", &c, std::optional<float>(-1e10f + 7.5f)},
+        std::tuple{"no fill", &plain, std::optional<float>()}}) {
+    INFO(name);
+    const auto sum = zcoll::add(one_thread, codec, a, *other);
+    REQUIRE(zcoll::add(one_thread, codec, *other, a) == sum);
+    const auto header = zcoll::read_stream_header(sum);
+    REQUIRE(header.has_fill_value == fill_sum.has_value());
+    if (fill_sum) REQUIRE(header.fill_bits == std::bit_cast<std::uint32_t>(*fill_sum));
+    const auto da = codec.decompress<float>(a), db = codec.decompress<float>(*other), ds = codec.decompress<float>(sum);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (land[i]) REQUIRE(same_bits(ds[i], da[i] + db[i]));  // the shared fill lanes: fill_a + fill_b, or a' + y'
+    }
+    // The land lanes cost a mask bit each where the sum has a fill value (the whole sum is smaller than
+    // their values would be), 4 bytes each where it has none.
+    if (fill_sum) {
+      CHECK(sum.size() < land_lanes * sizeof(float));
+    } else {
+      CHECK(sum.size() > land_lanes * sizeof(float));
+    }
+  }
+  // A sum of sums declares the sum of every stream's fill value and keeps the shared fill lanes.
+  const auto ab = zcoll::add(one_thread, codec, a, b);
+  const auto aba = zcoll::add(one_thread, codec, ab, a);
+  REQUIRE(zcoll::read_stream_header(aba).fill_bits == std::bit_cast<std::uint32_t>(-2e10f + -1e10f));
+  const auto dab = codec.decompress<float>(ab), da = codec.decompress<float>(a), daba = codec.decompress<float>(aba);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (land[i]) REQUIRE(same_bits(daba[i], dab[i] + da[i]));
+  }
+  CHECK(aba.size() < land_lanes * sizeof(float));
 }
 
 TEST_CASE("add: a chunk stored verbatim in either stream is stored verbatim as a' + b'", "[codec][add]") {
@@ -334,7 +424,6 @@ TEST_CASE("add: streams that cannot be added are argument errors naming what dif
   refused(codec.compress(std::span<const float>(x).first(999)), "value count");
   refused(codec.compress(std::vector<double>(x.begin(), x.end())), "value type");
   refused(NoneBitShuffle{{.error_bound = zcoll::absolute(1e-3)}}.compress(x), "codec");
-  refused(zcoll::FZLight{{.error_bound = zcoll::absolute(1e-3), .fill_value = 7.0}}.compress(x), "fill value");
   const Lorenzo2 grid{{.error_bound = zcoll::absolute(1e-3), .shape = {10, 100}}};
   const Lorenzo2 other_grid{{.error_bound = zcoll::absolute(1e-3), .shape = {20, 50}}};
   require_argument_error([&] { (void)zcoll::add(one_thread, grid, grid.compress(x), other_grid.compress(x)); }, "shape");

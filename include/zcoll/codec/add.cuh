@@ -11,8 +11,8 @@
 ///     zcoll::cuda::check_added(exec, d_workspace);   // waits; raises as the host's add would
 ///
 /// As the other CUDA calls: no allocation, no copy back, no synchronisation in the call. A sum of streams
-/// that cannot be added is reported by check_added as the host's argument_error (error bound, fill
-/// value), a damaged stream as format_error. The value type and count are the caller's (the device
+/// that cannot be added is reported by check_added as the host's argument_error (error bound), a damaged
+/// stream as format_error. The value type and count are the caller's (the device
 /// reads the headers, the host does not wait for them); the codec's chunk length must be the streams'.
 /// The sum must not overlap either input (tiles read the inputs while others write the sum).
 
@@ -78,8 +78,8 @@ std::size_t add_workspace_bytes(const Pipeline<Q, P, E>& codec, std::size_t coun
 inline std::uint64_t* added_bytes(std::span<std::byte> workspace) { return results_of(workspace, 1).total_bytes; }
 
 /// Waits for `exec`'s stream and raises what the host's add would have for the last zcoll::add into
-/// `workspace`: argument_error for streams that differ in their error bound or fill value, format_error
-/// for a damaged one.
+/// `workspace`: argument_error for streams that differ in their error bound, format_error for a damaged
+/// one.
 inline void check_added(const exec::Cuda& exec, std::span<const std::byte> workspace) {
   const detail::workspace_layout w(1, 1);
   detail::check_workspace("check_added", workspace, w.tile_states_at);

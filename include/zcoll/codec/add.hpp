@@ -10,15 +10,18 @@
 /// - a lane coded in both streams: the code qa + qb, decoding to float(qa + qb) · 2eb, within the sum of
 ///   the two streams' errors of x + y (the bounds add: each input was quantized once, the sum is exact);
 /// - a lane stored exactly in either stream (NaN, ±Inf, a value beyond the code range, a fill value), and a
-///   lane whose summed code leaves the code range: a' + b' of the decoded values, in T, stored exactly (a
-///   fill value counts as the value it is: fill + fill is 2·fill, a fill lane of the sum only when a' + b'
-///   is the fill value); a NaN is the canonical quiet NaN;
+///   lane whose summed code leaves the code range: a' + b' of the decoded values, in T (a fill value counts
+///   as the value it is); a NaN is the canonical quiet NaN. The sum declares the fill value fill_a + fill_b
+///   (none where either stream declares none), so a lane that is fill in both (land in two fields of one
+///   grid) is a fill lane of the sum, a mask bit and no value, as is any lane whose a' + b' is that value;
+///   every other such lane is stored exactly;
 /// - a chunk stored verbatim in either stream: every lane a' + b', stored verbatim.
 ///
 /// So add(a, b) and add(b, a) are the same bytes, and any order of additions gives the same stream except
-/// where exact lanes hold finite sums that round (a' + b' + c' in floating point), as any sum of floats.
-/// Streams that cannot be added (another codec, value type, count, chunking, absolute bound, fill value
-/// or shape) are an argument_error naming what differs; damaged ones a format_error.
+/// where exact lanes or the fill value hold finite sums that round (a' + b' + c' in floating point), as any
+/// sum of floats; a sum of N streams of fill value f declares N·f, as decompress-then-add gives for those
+/// lanes. Streams that cannot be added (another codec, value type, count, chunking, absolute bound or
+/// shape) are an argument_error naming what differs; damaged ones a format_error.
 
 #include <cstddef>
 #include <span>

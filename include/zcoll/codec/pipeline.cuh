@@ -366,10 +366,9 @@ inline std::string describe(const zcoll::detail::decode_fault& f) {
       return "stream " + std::to_string(f.stream) + ": topk " + zcoll::detail::to_string(static_cast<zcoll::detail::topk_index_fault>(f.detail));
     case code::wrong_row_bound: return "stream " + std::to_string(f.stream) + ": the header's error bound is not the rows' largest bound";
     case code::streams_differ:
-      return std::string("add: the streams differ in ") +
-             (f.detail == static_cast<std::uint64_t>(zcoll::detail::streams_differ_in::error_bound)
-                  ? "absolute error bound (the bin width is twice it)"
-                  : "fill value");
+      return f.detail == static_cast<std::uint64_t>(zcoll::detail::streams_differ_in::error_bound)
+                 ? "add: the streams differ in absolute error bound (the bin width is twice it)"
+                 : "add: the streams differ in setting " + std::to_string(f.detail);
   }
   return where + "unknown fault " + std::to_string(f.code);
 }

@@ -467,7 +467,8 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
     const stream_layout lb = read_stream_layout(b, has_parameter_section);
     require_addable(la, lb);
     check_header<T>(la.header);
-    const stream_header& header = la.header;
+    const auto fills = detail::addition_fills<T>::of(la.header, lb.header);
+    const stream_header header = fills.header_of_sum(la.header);
     const std::size_t count = checked_count(header);
     const std::size_t needed = max_compressed_size<T>(count, header.chunk_values);
     if (out.size() < needed) {
@@ -485,8 +486,6 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
       prefix_bytes += 4 + la.parameters.size();
     }
     const typename Q::template block_quantizer<T> quantizer(header.error_bound);
-    const std::optional<T> fill =
-        header.has_fill_value ? std::optional<T>(std::bit_cast<T>(static_cast<bits_of<T>>(header.fill_bits))) : std::nullopt;
     const auto grid = read_parameter_section(la).first;
     std::byte* const index = out.data() + stream_header_size_bytes;
     const std::size_t chunk_capacity = 1 + std::size_t{header.chunk_values} * sizeof(T);
@@ -505,7 +504,7 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
         const auto size_b = lb.chunk_size_bytes(static_cast<std::uint32_t>(c));
         const auto new_state = [&] { return predictor_state(grid, first, header.chunk_values); };
         const auto size = static_cast<std::uint32_t>(detail::pipeline_add<P, E>::template add_chunk<T>(
-            quantizer, fill, new_state, a.subspan(at_a, size_a), b.subspan(at_b, size_b), n, cursor, scratch, c));
+            quantizer, fills, new_state, a.subspan(at_a, size_a), b.subspan(at_b, size_b), n, cursor, scratch, c));
         std::memcpy(index + 4 * c, &size, 4);
         cursor += size;
         at_a += size_a;
@@ -535,12 +534,6 @@ class Pipeline : public span_codec<Pipeline<Q, P, E, B>> {
     }
     if (std::bit_cast<std::uint64_t>(x.error_bound) != std::bit_cast<std::uint64_t>(y.error_bound)) {
       differ("absolute error bound (the bin width is twice it)", fmt_double(x.error_bound), fmt_double(y.error_bound));
-    }
-    if (x.has_fill_value != y.has_fill_value || (x.has_fill_value && x.fill_bits != y.fill_bits)) {
-      const auto fill_text = [](const stream_header& h) {
-        return h.has_fill_value ? "fill bits " + std::to_string(h.fill_bits) : std::string("no fill value");
-      };
-      differ("fill value", fill_text(x), fill_text(y));
     }
     if (!std::ranges::equal(a.parameters, b.parameters)) {
       differ("shape (the predictor's grid in the parameter section)", std::to_string(a.parameters.size()) + " parameter bytes",

@@ -36,8 +36,9 @@ enum class decode_fault_code : std::uint32_t {
   bad_vector_token,    // VectorLZ: a token past the window or the chunk's start, or a partial last vector's not 0 (detail: the vector)
 };
 
-/// What a streams_differ fault's detail names.
-enum class streams_differ_in : std::uint64_t { error_bound = 1, fill_value = 2 };
+/// What a streams_differ fault's detail names. (2 named the fill value, which streams no longer need to
+/// share: the sum declares the sum of the two, codec/detail/pipeline_add_tile.hpp's addition_fills.)
+enum class streams_differ_in : std::uint64_t { error_bound = 1 };
 
 /// The first fault of a launch, as reported: which stream and chunk, and a detail (a byte count or tag).
 struct decode_fault {

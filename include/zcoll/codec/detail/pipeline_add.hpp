@@ -19,17 +19,17 @@
 ///   their residuals, read off their bit planes), the blocks holding one are dequantized, and those
 ///   lanes become the sum's exceptions as below. A block pair that holds the fill value at the same
 ///   lanes and no outlier (land in two fields of one grid) is not dequantized: each of its exception
-///   lanes is fill + fill.
+///   lanes is a fill lane of the sum, whose fill value is fill_a + fill_b (addition_fills).
 /// - **lane by lane** (a chunk stored verbatim in either stream, a summed code out of range, or a coded
 ///   form with its exceptions not smaller than the values): both chunks are decoded to values as the
 ///   decoder does, keeping their residuals and exception lanes.
 ///
 /// Lanes that were exceptions in either chunk, and lanes whose summed code leaves the code range, become
 /// exceptions of the sum holding what decompress-then-add gives for them (a + b in T, a NaN as the
-/// canonical quiet NaN, so that a + b and b + a are the same bytes; a sum equal to the fill value is a fill
-/// lane, any other an outlier); both ways write the same bytes for them. A chunk stored verbatim in either
-/// stream, or a sum whose coded form would not be smaller than its values, is stored verbatim as the sums
-/// a + b.
+/// canonical quiet NaN, so that a + b and b + a are the same bytes; a sum equal to the sum's fill value,
+/// as fill + fill is, is a fill lane, any other an outlier); both ways write the same bytes for them. A
+/// chunk stored verbatim in either stream, or a sum whose coded form would not be smaller than its
+/// values, is stored verbatim as the sums a + b.
 ///
 /// Either way the coded lanes of the sum decode to float(qa + qb) · 2eb: one rounding, where decompressing
 /// both and adding rounds three times.
@@ -78,7 +78,9 @@ struct chunk_sum_buffers {
         lanes_a(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
         lanes_b(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
         outliers_a(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
-        outliers_b(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)) {
+        outliers_b(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
+        outlier_values_a(buffer<const std::byte*>(padded_to_blocks(chunk_values) / block_values)),
+        outlier_values_b(buffer<const std::byte*>(padded_to_blocks(chunk_values) / block_values)) {
     exceptions.reserve(padded_to_blocks(chunk_values) / block_values);
   }
   template <class U>
@@ -89,6 +91,7 @@ struct chunk_sum_buffers {
   std::unique_ptr<T[]> sums;  // padded to whole blocks: the fill test and the exception path take a block at a time
   std::unique_ptr<block_mask[]> lanes_a, lanes_b;        // each block's exception lanes (fill or outlier)
   std::unique_ptr<block_mask[]> outliers_a, outliers_b;  // the outliers among them
+  std::unique_ptr<const std::byte*[]> outlier_values_a, outlier_values_b;  // where a block's are (index_exception_lanes)
   std::vector<block_exceptions> exceptions;
 };
 
@@ -149,7 +152,7 @@ struct pipeline_add {
   /// Writes the sum of chunks `a` and `b` (each of `n` values) at `out` (room for 1 + n·sizeof(T)
   /// bytes); returns its size. `new_state()` makes the predictor's state at the chunk's start.
   template <floating_value T, class BlockQuantizer, class NewState>
-  static std::size_t add_chunk(const BlockQuantizer& quantizer, const std::optional<T>& fill, const NewState& new_state,
+  static std::size_t add_chunk(const BlockQuantizer& quantizer, const addition_fills<T>& fills, const NewState& new_state,
                                std::span<const std::byte> a, std::span<const std::byte> b, std::size_t n, std::byte* out,
                                chunk_sum_scratch<T>& scratch, std::size_t chunk_number) {
     const auto kind = [&](std::span<const std::byte> c) {
@@ -158,9 +161,9 @@ struct pipeline_add {
     };
     const auto coded = [](chunk_kind k) { return k == chunk_kind::coded || k == chunk_kind::coded_with_exceptions; };
     if (coded(kind(a)) && coded(kind(b)) && quantizer.usable()) {
-      if (const auto size = add_blocks<T>(quantizer, fill, new_state, a, b, n, out, scratch, chunk_number)) return *size;
+      if (const auto size = add_blocks<T>(quantizer, fills, new_state, a, b, n, out, scratch, chunk_number)) return *size;
     }
-    return add_lanes<T>(quantizer, fill, new_state, a, b, n, out, scratch.buffers(), chunk_number);
+    return add_lanes<T>(quantizer, fills, new_state, a, b, n, out, scratch.buffers(), chunk_number);
   }
 
  private:
@@ -233,7 +236,7 @@ struct pipeline_add {
   /// Block by block (the file's comment says when); nothing when the sum needs the lane-by-lane path (a
   /// code out of range, or a coded form with its exceptions not smaller than the values).
   template <floating_value T, class BlockQuantizer, class NewState>
-  static std::optional<std::size_t> add_blocks(const BlockQuantizer& quantizer, const std::optional<T>& fill,
+  static std::optional<std::size_t> add_blocks(const BlockQuantizer& quantizer, const addition_fills<T>& fills,
                                                const NewState& new_state, std::span<const std::byte> a,
                                                std::span<const std::byte> b, std::size_t n, std::byte* out,
                                                chunk_sum_scratch<T>& scratch, std::size_t chunk_number) {
@@ -283,33 +286,73 @@ struct pipeline_add {
       out[0] = static_cast<std::byte>(chunk_kind::coded);
       return static_cast<std::size_t>(cursor - out);
     }
-    return add_exception_lanes<T>(quantizer, fill, new_state, a, b, at_a, at_b, n, out, cursor, scratch.buffers(),
+    return add_exception_lanes<T>(quantizer, fills, new_state, a, b, at_a, at_b, n, out, cursor, scratch.buffers(),
                                   chunk_number);
   }
 
-  /// The exception lanes of chunk `c` (coded, n values) into `lanes` (one mask per block), the outliers
-  /// among them into `outliers`, and their values into `values`, from its section at `section` (none for
-  /// a chunk coded without exceptions); returns one past the last block holding one (0: none).
-  template <floating_value T>
-  static std::size_t read_exception_lanes(const std::optional<T>& fill, std::span<const std::byte> c,
-                                          std::size_t section, std::size_t n, T* values, block_mask* lanes,
-                                          block_mask* outliers, std::size_t chunk_number) {
-    std::fill_n(lanes, (n + block_values - 1) / block_values, block_mask{0});
-    std::fill_n(outliers, (n + block_values - 1) / block_values, block_mask{0});
-    if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) return 0;
+  /// format_error unless `read` is a whole, well-formed exception section of chunk `c` at `section`.
+  static void check_section_read(const exception_section_read& read, std::span<const std::byte> c, std::size_t section,
+                                 std::size_t chunk_number) {
     const auto where = [&] { return "chunk " + std::to_string(chunk_number) + ": "; };
-    std::size_t last = 0;
-    const auto read = apply_exception_section(c.data() + section, c.size() - section, fill.has_value(), fill.value_or(T(0)),
-                                              values, n, [&](std::size_t block, block_mask f, block_mask o) {
-                                                lanes[block] = f | o;
-                                                outliers[block] = o;
-                                                if ((f | o) != 0) last = std::max(last, block + 1);
-                                              });
     if (read.fault != exception_fault::none) {
       throw format_error(where() + "exception section, entry " + std::to_string(read.entry) + ": " + to_string(read.fault));
     }
     if (section + read.bytes != c.size()) throw format_error(where() + "bytes left after the exception section");
+  }
+
+  /// The exception lanes of chunk `c` (coded, n values) into `lanes` (one mask per block), the outliers
+  /// among them into `outliers`, and their values into `values` (`fill` for its fill lanes, where
+  /// `has_fill`), from its section at `section` (none for a chunk coded without exceptions).
+  template <floating_value T>
+  static void read_exception_lanes(bool has_fill, T fill, std::span<const std::byte> c, std::size_t section,
+                                   std::size_t n, T* values, block_mask* lanes, block_mask* outliers,
+                                   std::size_t chunk_number) {
+    std::fill_n(lanes, (n + block_values - 1) / block_values, block_mask{0});
+    std::fill_n(outliers, (n + block_values - 1) / block_values, block_mask{0});
+    if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) return;
+    const auto read = apply_exception_section(c.data() + section, c.size() - section, has_fill, fill, values, n,
+                                              [&](std::size_t block, block_mask f, block_mask o) {
+                                                lanes[block] = f | o;
+                                                outliers[block] = o;
+                                              });
+    check_section_read(read, c, section, chunk_number);
+  }
+
+  /// The same without the values: each block's exception lanes and outliers, and where its outliers'
+  /// values are stored (`outlier_values`, for place_exact_lanes); so a fill run costs a mask a block, not
+  /// its values. Returns one past the last block holding an exception lane (0: none).
+  template <floating_value T>
+  static std::size_t index_exception_lanes(bool has_fill, std::span<const std::byte> c, std::size_t section,
+                                           std::size_t n, block_mask* lanes, block_mask* outliers,
+                                           const std::byte** outlier_values, std::size_t chunk_number) {
+    const std::size_t blocks = (n + block_values - 1) / block_values;
+    std::fill_n(lanes, blocks, block_mask{0});
+    std::fill_n(outliers, blocks, block_mask{0});
+    std::fill_n(outlier_values, blocks, nullptr);  // read only where a block has outliers, but never unset
+    if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) return 0;
+    std::size_t last = 0;
+    const auto read = read_exception_section<T>(
+        c.data() + section, c.size() - section, has_fill, n,
+        [&](std::size_t first, std::size_t count) {
+          for (std::size_t k = first; k < first + count; ++k) lanes[k] = first_lanes(lanes_in_block(k, n));
+          last = first + count;
+        },
+        [&](std::size_t block, block_mask f, block_mask o, const std::byte* values) {
+          lanes[block] = f | o;
+          outliers[block] = o;
+          outlier_values[block] = values;
+          last = block + 1;
+        });
+    check_section_read(read, c, section, chunk_number);
     return last;
+  }
+
+  /// The exact lanes of a block over its dequantized values, as its chunk stores them: the fill value on
+  /// its fill lanes, the stored outliers on the others (index_exception_lanes gives where they are).
+  template <floating_value T>
+  ZCOLL_ALWAYS_INLINE static void place_exact_lanes(T* block, block_mask lanes, block_mask outliers, T fill,
+                                                    const std::byte* outlier_values) {
+    apply_masked_block(block, lanes & ~outliers, outliers, fill, outlier_values);
   }
 
   /// The sum's exceptions when either chunk has some, its blocks already written up to `cursor` (block
@@ -319,7 +362,7 @@ struct pipeline_add {
   /// the fill value at the same lanes and nothing else). Nothing when the section does not fit before the
   /// chunk's verbatim size.
   template <floating_value T, class BlockQuantizer, class NewState>
-  static std::optional<std::size_t> add_exception_lanes(const BlockQuantizer& quantizer, const std::optional<T>& fill,
+  static std::optional<std::size_t> add_exception_lanes(const BlockQuantizer& quantizer, const addition_fills<T>& fills,
                                                         const NewState& new_state, std::span<const std::byte> a,
                                                         std::span<const std::byte> b, std::size_t section_a,
                                                         std::size_t section_b, std::size_t n, std::byte* out,
@@ -327,14 +370,14 @@ struct pipeline_add {
                                                         std::size_t chunk_number) {
     // One past the last block with an exception lane in either chunk.
     const std::size_t last = std::max(
-        read_exception_lanes<T>(fill, a, section_a, n, s.values_a.get(), s.lanes_a.get(), s.outliers_a.get(), chunk_number),
-        read_exception_lanes<T>(fill, b, section_b, n, s.values_b.get(), s.lanes_b.get(), s.outliers_b.get(), chunk_number));
+        index_exception_lanes<T>(fills.in_a, a, section_a, n, s.lanes_a.get(), s.outliers_a.get(),
+                                 s.outlier_values_a.get(), chunk_number),
+        index_exception_lanes<T>(fills.in_b, b, section_b, n, s.lanes_b.get(), s.outliers_b.get(),
+                                 s.outlier_values_b.get(), chunk_number));
 
-    const bool has_fill = fill.has_value();
-    const bits_of<T> fill_bits = std::bit_cast<bits_of<T>>(fill.value_or(T(0)));
-    // What a lane holding the fill value in both chunks sums to, and whether that is the fill value.
-    const T fill_sum = lane_sum(fill.value_or(T(0)), fill.value_or(T(0)));
-    const bool fill_sum_is_fill = has_fill && std::bit_cast<bits_of<T>>(fill_sum) == fill_bits;
+    // The sum's fill value: what a lane holding the fill value in both chunks sums to.
+    const bool has_fill = fills.in_sum();
+    const bits_of<T> fill_bits = fills.sum_bits();
     auto state_a = new_state(), state_b = new_state();
     alignas(64) std::uint32_t codes_a[block_values], codes_b[block_values];
     alignas(64) T block_a[block_values], block_b[block_values];
@@ -354,7 +397,7 @@ struct pipeline_add {
       at_a += E::block_bytes(encoded_a[0]);  // the blocks were checked by add_blocks
       at_b += E::block_bytes(encoded_b[0]);
       // Both blocks hold the fill value at the same lanes and nothing else exactly (land in both fields,
-      // fill runs): each of those lanes sums to fill_sum, known without a value of the block.
+      // fill runs): each of those lanes is a fill lane of the sum, known without a value of the block.
       const bool fill_alike = s.outliers_a[k] == 0 && s.outliers_b[k] == 0 && s.lanes_a[k] == s.lanes_b[k];
       const std::size_t first = k * block_values;
       // The predictor moves on past every block: by the residual sums where no value is needed, else
@@ -369,11 +412,9 @@ struct pipeline_add {
         skipped.add(encoded_a, encoded_b);
       }
       if (fill_alike) {  // either == 0 too: no lane to sum
-        if (either != 0) {
-          std::fill_n(s.sums.get() + first, block_values, fill_sum);
-          s.exceptions.push_back({static_cast<std::uint16_t>(k), fill_sum_is_fill ? either : 0,
-                                  fill_sum_is_fill ? 0 : either});
-        }
+        // Fill lanes in both: both streams declare a fill value, and so the sum does (the section
+        // readers refuse fill lanes in a stream without one). No outlier, so no value of s.sums is read.
+        if (either != 0) s.exceptions.push_back({static_cast<std::uint16_t>(k), either, 0});
         continue;
       }
       // Every lane of the block at once, where the loops vectorize (fields with fill values have exception
@@ -381,8 +422,8 @@ struct pipeline_add {
       // lanes of a last block have codes too (zero residuals), and s.sums is padded to whole blocks.
       quantizer.dequantize(codes_a, block_a, block_values);
       quantizer.dequantize(codes_b, block_b, block_values);
-      copy_lanes(block_a, s.lanes_a[k], s.values_a.get() + first);
-      copy_lanes(block_b, s.lanes_b[k], s.values_b.get() + first);
+      place_exact_lanes(block_a, s.lanes_a[k], s.outliers_a[k], fills.a, s.outlier_values_a[k]);
+      place_exact_lanes(block_b, s.lanes_b[k], s.outliers_b[k], fills.b, s.outlier_values_b[k]);
       T* const sums = s.sums.get() + first;
       for (std::size_t j = 0; j < block_values; ++j) sums[j] = lane_sum(block_a[j], block_b[j]);
       const block_mask fill_lanes = has_fill ? lanes_with_bits(sums, fill_bits) & either : 0;
@@ -413,7 +454,7 @@ struct pipeline_add {
   /// Decodes chunk `c` of n values as the decoder does, keeping its residuals (when coded), each block's
   /// exception lanes and the outliers among them; returns its kind.
   template <floating_value T, class BlockQuantizer, class NewState>
-  static chunk_kind decode_lanes(const BlockQuantizer& quantizer, const std::optional<T>& fill, const NewState& new_state,
+  static chunk_kind decode_lanes(const BlockQuantizer& quantizer, bool has_fill, T fill, const NewState& new_state,
                                  std::span<const std::byte> c, std::size_t n, std::uint32_t* residuals, T* values,
                                  block_mask* lanes, block_mask* outliers, std::size_t chunk_number) {
     const std::size_t blocks = (n + block_values - 1) / block_values;
@@ -443,19 +484,19 @@ struct pipeline_add {
       std::copy_n(tail, count, values + first);
     }
     if (kind == chunk_kind::coded && offset != c.size()) throw format_error(where() + "bytes left after the last block");
-    read_exception_lanes<T>(fill, c, offset, n, values, lanes, outliers, chunk_number);
+    read_exception_lanes<T>(has_fill, fill, c, offset, n, values, lanes, outliers, chunk_number);
     return kind;
   }
 
   /// Lane by lane (the file's comment says when).
   template <floating_value T, class BlockQuantizer, class NewState>
-  static std::size_t add_lanes(const BlockQuantizer& quantizer, const std::optional<T>& fill, const NewState& new_state,
+  static std::size_t add_lanes(const BlockQuantizer& quantizer, const addition_fills<T>& fills, const NewState& new_state,
                                std::span<const std::byte> a, std::span<const std::byte> b, std::size_t n, std::byte* out,
                                chunk_sum_buffers<T>& s, std::size_t chunk_number) {
-    const chunk_kind kind_a = decode_lanes<T>(quantizer, fill, new_state, a, n, s.residuals_a.get(), s.values_a.get(),
-                                              s.lanes_a.get(), s.outliers_a.get(), chunk_number);
-    const chunk_kind kind_b = decode_lanes<T>(quantizer, fill, new_state, b, n, s.residuals_b.get(), s.values_b.get(),
-                                              s.lanes_b.get(), s.outliers_b.get(), chunk_number);
+    const chunk_kind kind_a = decode_lanes<T>(quantizer, fills.in_a, fills.a, new_state, a, n, s.residuals_a.get(),
+                                              s.values_a.get(), s.lanes_a.get(), s.outliers_a.get(), chunk_number);
+    const chunk_kind kind_b = decode_lanes<T>(quantizer, fills.in_b, fills.b, new_state, b, n, s.residuals_b.get(),
+                                              s.values_b.get(), s.lanes_b.get(), s.outliers_b.get(), chunk_number);
     for (std::size_t i = 0; i < n; ++i) s.sums[i] = lane_sum(s.values_a[i], s.values_b[i]);
     // The fill test below reads whole blocks.
     std::fill(s.sums.get() + n, s.sums.get() + padded_to_blocks(n), T(0));
@@ -466,8 +507,8 @@ struct pipeline_add {
     auto state = new_state();
     s.exceptions.clear();
     alignas(64) std::uint32_t codes[block_values];
-    const bool has_fill = fill.has_value();
-    const bits_of<T> fill_bits = std::bit_cast<bits_of<T>>(fill.value_or(T(0)));
+    const bool has_fill = fills.in_sum();  // the sum's fill value: a lane summing to it is a fill lane
+    const bits_of<T> fill_bits = fills.sum_bits();
     for (std::size_t k = 0; k < blocks; ++k) {
       std::uint32_t* residuals = s.residuals_sum.get() + k * block_values;
       for (std::size_t j = 0; j < block_values; ++j) {

@@ -37,6 +37,32 @@ ZCOLL_HOST_DEVICE T lane_sum(T a, T b) {
   return sum != sum ? std::numeric_limits<T>::quiet_NaN() : sum;
 }
 
+/// The fill values of an addition: each stream's, from its header, and the sum's. A lane that holds the
+/// fill value in both streams sums to lane_sum(a, b), and the sum declares that as its fill value, so
+/// such a lane stays a fill lane of the sum (a mask bit, no value) and decodes to what decompress-then-
+/// add gives; a sum declares none where either stream does (a fill lane of one is then a value of the
+/// sum like any other). So a sum of sums (the reduction hops) declares the sum of every stream's fill.
+template <floating_value T>
+struct addition_fills {
+  bool in_a = false, in_b = false;
+  T a = T(0), b = T(0);
+
+  ZCOLL_HOST_DEVICE static addition_fills of(const stream_header& x, const stream_header& y) {
+    return {x.has_fill_value, y.has_fill_value, std::bit_cast<T>(static_cast<bits_of<T>>(x.fill_bits)),
+            std::bit_cast<T>(static_cast<bits_of<T>>(y.fill_bits))};
+  }
+  ZCOLL_HOST_DEVICE bool in_sum() const { return in_a && in_b; }
+  /// The sum's fill value (meaningful where in_sum()).
+  ZCOLL_HOST_DEVICE T sum() const { return lane_sum(a, b); }
+  ZCOLL_HOST_DEVICE bits_of<T> sum_bits() const { return in_sum() ? std::bit_cast<bits_of<T>>(sum()) : bits_of<T>{0}; }
+  /// The header of the sum: the streams' (`x`), declaring the sum's fill value.
+  ZCOLL_HOST_DEVICE stream_header header_of_sum(stream_header x) const {
+    x.has_fill_value = in_sum();
+    x.fill_bits = sum_bits();
+    return x;
+  }
+};
+
 /// The lanes among the first `lanes` whose code is beyond the quantizer's range.
 template <class BlockQuantizer>
 ZCOLL_HOST_DEVICE block_mask codes_out_of_range(const std::uint32_t* codes, std::size_t lanes) {
@@ -146,10 +172,7 @@ ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t,
     if (reporter) fail(decode_fault_code::streams_differ, 1, static_cast<std::uint64_t>(streams_differ_in::error_bound));
     ok = false;
   }
-  if (ok && (ha.has_fill_value != hb.has_fill_value || (ha.has_fill_value && ha.fill_bits != hb.fill_bits))) {
-    if (reporter) fail(decode_fault_code::streams_differ, 1, static_cast<std::uint64_t>(streams_differ_in::fill_value));
-    ok = false;
-  }
+  const auto fills = addition_fills<T>::of(ha, hb);
   added_chunk in[2];
   if (ok && n > 0) {
     std::memcpy(&in[0].size, job.a + stream_header_size_bytes + 4 * std::size_t{c}, 4);
@@ -272,7 +295,8 @@ ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t,
       if (in[b].kind == chunk_kind::coded_with_exceptions) {
         const std::size_t available = in[b].size - section_at[b];
         const exception_section_read read =
-            index_exception_section<T>(in[b].data + section_at[b], available, ha.has_fill_value, n, words + b * threads);
+            index_exception_section<T>(in[b].data + section_at[b], available, b == 0 ? fills.in_a : fills.in_b, n,
+                                       words + b * threads);
         if (read.fault != exception_fault::none) {
           fail(decode_fault_code::bad_exceptions, b, exception_fault_detail(section_at[b], read.fault));
         } else if (read.bytes != available) {
@@ -286,10 +310,11 @@ ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t,
     ok = words[status] != 0 && words[status + 1] != 0;
   }
   if (ok && n > 0 && !planned) {
-    const T fill = std::bit_cast<T>(static_cast<bits_of<T>>(ha.fill_bits));
     for (unsigned s = 0; s < 2; ++s) {
       if (in[s].kind != chunk_kind::coded_with_exceptions || lanes == 0) continue;
-      x[s].exact = apply_indexed_exceptions<T>(in[s].data + section_at[s], words[s * threads + b], lanes, fill, x[s].values).any();
+      x[s].exact = apply_indexed_exceptions<T>(in[s].data + section_at[s], words[s * threads + b], lanes,
+                                               s == 0 ? fills.a : fills.b, x[s].values)
+                       .any();
     }
     for (std::size_t j = 0; j < lanes; ++j) sums[j] = lane_sum(x[0].values[j], x[1].values[j]);
     block.values = sums;
@@ -300,8 +325,7 @@ ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t,
       std::uint32_t codes[block_values];
       for (std::size_t j = 0; j < block_values; ++j) codes[j] = x[0].residuals[j] + x[1].residuals[j];
       const block_mask exact = (x[0].exact | x[1].exact | codes_out_of_range<quantizer_type>(codes, lanes)) & first_lanes(lanes);
-      const block_mask fill_lanes =
-          ha.has_fill_value ? lanes_with_bits(sums, static_cast<bits_of<T>>(ha.fill_bits)) & exact : 0;
+      const block_mask fill_lanes = fills.in_sum() ? lanes_with_bits(sums, fills.sum_bits()) & exact : 0;
       block.e = {fill_lanes, exact & ~fill_lanes};
       block.encoded_bytes = static_cast<std::uint32_t>(E::encode_block(sum, block.encoded));
     }
@@ -315,7 +339,7 @@ ZCOLL_HOST_DEVICE void add_tile(Team& team, const add_job& job, std::uint32_t t,
   const placement tile{prefix_bytes + chunk_bytes, prefix_bytes + chunk_bytes, c == 0 ? 1u : 0u};
   const placement earlier = team.tile_prefix(tile, 1);
   if (b == 0) {
-    if (c == 0 && header_ok) store_stream_header(ha, job.out);
+    if (c == 0 && header_ok) store_stream_header(fills.header_of_sum(ha), job.out);
     if (writes) {
       const auto size32 = static_cast<std::uint32_t>(chunk_bytes);
       std::memcpy(job.out + stream_header_size_bytes + 4 * std::size_t{c}, &size32, 4);
