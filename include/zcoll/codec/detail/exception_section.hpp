@@ -283,21 +283,30 @@ ZCOLL_HOST_DEVICE exception_section_read index_exception_section(const std::byte
       });
 }
 
+/// A block's exception lanes (fill, outliers) as index_exception_section recorded them (`entry`), for a
+/// block of `lanes` lanes, without its values.
+ZCOLL_HOST_DEVICE inline exception_masks indexed_exception_masks(const std::byte* section, std::uint32_t entry,
+                                                                 std::size_t lanes) {
+  if (entry == no_exception_entry) return {};
+  if (entry == fill_run_entry) return {first_lanes(lanes), 0};
+  block_mask fill_lanes = 0, outliers = 0;
+  std::memcpy(&fill_lanes, section + entry - 2 * sizeof(block_mask), sizeof fill_lanes);
+  std::memcpy(&outliers, section + entry - sizeof(block_mask), sizeof outliers);
+  return {fill_lanes, outliers};
+}
+
 /// Applies block `block`'s exceptions as index_exception_section recorded them (`entry`) to its values
 /// (`lanes` of them at `block_start`); returns its exception lanes (fill, outliers).
 template <floating_value T>
 ZCOLL_HOST_DEVICE exception_masks apply_indexed_exceptions(const std::byte* section, std::uint32_t entry, std::size_t lanes,
                                                            T fill, T* block_start) {
-  if (entry == no_exception_entry) return {};
+  const exception_masks e = indexed_exception_masks(section, entry, lanes);
   if (entry == fill_run_entry) {
     for (std::size_t j = 0; j < lanes; ++j) block_start[j] = fill;
-    return {first_lanes(lanes), 0};
+  } else if (entry != no_exception_entry) {
+    apply_masked_block(block_start, e.fill, e.outliers, fill, section + entry);
   }
-  block_mask fill_lanes = 0, outliers = 0;
-  std::memcpy(&fill_lanes, section + entry - 2 * sizeof(block_mask), sizeof fill_lanes);
-  std::memcpy(&outliers, section + entry - sizeof(block_mask), sizeof outliers);
-  apply_masked_block(block_start, fill_lanes, outliers, fill, section + entry);
-  return {fill_lanes, outliers};
+  return e;
 }
 
 }  // namespace zcoll::detail

@@ -79,8 +79,8 @@ struct chunk_sum_buffers {
         lanes_b(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
         outliers_a(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
         outliers_b(buffer<block_mask>(padded_to_blocks(chunk_values) / block_values)),
-        outlier_values_a(buffer<const std::byte*>(padded_to_blocks(chunk_values) / block_values)),
-        outlier_values_b(buffer<const std::byte*>(padded_to_blocks(chunk_values) / block_values)) {
+        entries_a(buffer<std::uint32_t>(padded_to_blocks(chunk_values) / block_values)),
+        entries_b(buffer<std::uint32_t>(padded_to_blocks(chunk_values) / block_values)) {
     exceptions.reserve(padded_to_blocks(chunk_values) / block_values);
   }
   template <class U>
@@ -91,7 +91,7 @@ struct chunk_sum_buffers {
   std::unique_ptr<T[]> sums;  // padded to whole blocks: the fill test and the exception path take a block at a time
   std::unique_ptr<block_mask[]> lanes_a, lanes_b;        // each block's exception lanes (fill or outlier)
   std::unique_ptr<block_mask[]> outliers_a, outliers_b;  // the outliers among them
-  std::unique_ptr<const std::byte*[]> outlier_values_a, outlier_values_b;  // where a block's are (index_exception_lanes)
+  std::unique_ptr<std::uint32_t[]> entries_a, entries_b;  // each block's exception entry (index_exception_lanes)
   std::vector<block_exceptions> exceptions;
 };
 
@@ -318,41 +318,23 @@ struct pipeline_add {
     check_section_read(read, c, section, chunk_number);
   }
 
-  /// The same without the values: each block's exception lanes and outliers, and where its outliers'
-  /// values are stored (`outlier_values`, for place_exact_lanes); so a fill run costs a mask a block, not
-  /// its values. Returns one past the last block holding an exception lane (0: none).
+  /// Indexes chunk `c`'s exception section at `section` by block into `entries` (index_exception_section:
+  /// a fill run costs a word a block, not its values; indexed_exception_masks and
+  /// apply_indexed_exceptions read a block's back); returns one past the last block holding an exception
+  /// lane (0: none, as for a chunk coded without exceptions).
   template <floating_value T>
   static std::size_t index_exception_lanes(bool has_fill, std::span<const std::byte> c, std::size_t section,
-                                           std::size_t n, block_mask* lanes, block_mask* outliers,
-                                           const std::byte** outlier_values, std::size_t chunk_number) {
+                                           std::size_t n, std::uint32_t* entries, std::size_t chunk_number) {
     const std::size_t blocks = (n + block_values - 1) / block_values;
-    std::fill_n(lanes, blocks, block_mask{0});
-    std::fill_n(outliers, blocks, block_mask{0});
-    std::fill_n(outlier_values, blocks, nullptr);  // read only where a block has outliers, but never unset
-    if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) return 0;
-    std::size_t last = 0;
-    const auto read = read_exception_section<T>(
-        c.data() + section, c.size() - section, has_fill, n,
-        [&](std::size_t first, std::size_t count) {
-          for (std::size_t k = first; k < first + count; ++k) lanes[k] = first_lanes(lanes_in_block(k, n));
-          last = first + count;
-        },
-        [&](std::size_t block, block_mask f, block_mask o, const std::byte* values) {
-          lanes[block] = f | o;
-          outliers[block] = o;
-          outlier_values[block] = values;
-          last = block + 1;
-        });
-    check_section_read(read, c, section, chunk_number);
+    if (c[0] != static_cast<std::byte>(chunk_kind::coded_with_exceptions)) {
+      std::fill_n(entries, blocks, no_exception_entry);
+      return 0;
+    }
+    check_section_read(index_exception_section<T>(c.data() + section, c.size() - section, has_fill, n, entries), c,
+                       section, chunk_number);
+    std::size_t last = blocks;
+    while (last > 0 && entries[last - 1] == no_exception_entry) --last;
     return last;
-  }
-
-  /// The exact lanes of a block over its dequantized values, as its chunk stores them: the fill value on
-  /// its fill lanes, the stored outliers on the others (index_exception_lanes gives where they are).
-  template <floating_value T>
-  ZCOLL_ALWAYS_INLINE static void place_exact_lanes(T* block, block_mask lanes, block_mask outliers, T fill,
-                                                    const std::byte* outlier_values) {
-    apply_masked_block(block, lanes & ~outliers, outliers, fill, outlier_values);
   }
 
   /// The sum's exceptions when either chunk has some, its blocks already written up to `cursor` (block
@@ -369,11 +351,11 @@ struct pipeline_add {
                                                         std::byte* cursor, chunk_sum_buffers<T>& s,
                                                         std::size_t chunk_number) {
     // One past the last block with an exception lane in either chunk.
-    const std::size_t last = std::max(
-        index_exception_lanes<T>(fills.in_a, a, section_a, n, s.lanes_a.get(), s.outliers_a.get(),
-                                 s.outlier_values_a.get(), chunk_number),
-        index_exception_lanes<T>(fills.in_b, b, section_b, n, s.lanes_b.get(), s.outliers_b.get(),
-                                 s.outlier_values_b.get(), chunk_number));
+    const std::size_t last =
+        std::max(index_exception_lanes<T>(fills.in_a, a, section_a, n, s.entries_a.get(), chunk_number),
+                 index_exception_lanes<T>(fills.in_b, b, section_b, n, s.entries_b.get(), chunk_number));
+    const std::byte* const exceptions_a = a.data() + section_a;
+    const std::byte* const exceptions_b = b.data() + section_b;
 
     // The sum's fill value: what a lane holding the fill value in both chunks sums to.
     const bool has_fill = fills.in_sum();
@@ -391,14 +373,17 @@ struct pipeline_add {
     }();
     s.exceptions.clear();
     for (std::size_t k = 0; k < last; ++k) {
-      const block_mask either = s.lanes_a[k] | s.lanes_b[k];
+      const std::size_t lanes = lanes_in_block(k, n);
+      const exception_masks ea = indexed_exception_masks(exceptions_a, s.entries_a[k], lanes);
+      const exception_masks eb = indexed_exception_masks(exceptions_b, s.entries_b[k], lanes);
+      const block_mask either = ea.any() | eb.any();
       const std::byte* encoded_a = a.data() + at_a;
       const std::byte* encoded_b = b.data() + at_b;
       at_a += E::block_bytes(encoded_a[0]);  // the blocks were checked by add_blocks
       at_b += E::block_bytes(encoded_b[0]);
       // Both blocks hold the fill value at the same lanes and nothing else exactly (land in both fields,
       // fill runs): each of those lanes is a fill lane of the sum, known without a value of the block.
-      const bool fill_alike = s.outliers_a[k] == 0 && s.outliers_b[k] == 0 && s.lanes_a[k] == s.lanes_b[k];
+      const bool fill_alike = ea.outliers == 0 && eb.outliers == 0 && ea.fill == eb.fill;
       const std::size_t first = k * block_values;
       // The predictor moves on past every block: by the residual sums where no value is needed, else
       // by the codes (without prediction nothing carries from block to block).
@@ -422,8 +407,8 @@ struct pipeline_add {
       // lanes of a last block have codes too (zero residuals), and s.sums is padded to whole blocks.
       quantizer.dequantize(codes_a, block_a, block_values);
       quantizer.dequantize(codes_b, block_b, block_values);
-      place_exact_lanes(block_a, s.lanes_a[k], s.outliers_a[k], fills.a, s.outlier_values_a[k]);
-      place_exact_lanes(block_b, s.lanes_b[k], s.outliers_b[k], fills.b, s.outlier_values_b[k]);
+      apply_indexed_exceptions<T>(exceptions_a, s.entries_a[k], lanes, fills.a, block_a);
+      apply_indexed_exceptions<T>(exceptions_b, s.entries_b[k], lanes, fills.b, block_b);
       T* const sums = s.sums.get() + first;
       for (std::size_t j = 0; j < block_values; ++j) sums[j] = lane_sum(block_a[j], block_b[j]);
       const block_mask fill_lanes = has_fill ? lanes_with_bits(sums, fill_bits) & either : 0;
